@@ -1,0 +1,149 @@
+# kevent-lab: kevent forward-ported to Linux 6.1, built as a User-Mode Linux
+# kernel, and a lab of UML hosts that tests it. See README.md.
+#
+#   make lab-run [LAB=default]   build what is missing, run a lab
+#   make test                    lab driver unit tests, KUnit, the lab
+#   make deps                    install the Debian packages (or print how)
+#
+# Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
+#        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
+
+SHELL      := /bin/bash
+TOP        := $(CURDIR)
+B          := $(TOP)/build
+SRC        := $(B)/src
+OBJ        := $(B)/obj
+HDR        := $(B)/headers
+RESULTS    := $(B)/results
+KTAR       ?= /usr/src/linux-source-6.1.tar.xz
+KSRC       ?=
+LAB        ?= default
+JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
+FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
+PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
+BUSYBOX    ?= /bin/busybox
+CCACHE     := $(shell command -v ccache 2>/dev/null)
+KMAKE       = $(MAKE) -s -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
+# Debian's python3 (python3-pytest is installed for it), not a pyenv one.
+PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
+
+.PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run kunit \
+	unit test bench kernel-dev kernel-export checkpatch clean distclean help
+
+all: $(B)/linux $(B)/rootfs.cpio
+
+help:
+	@sed -n '1,12p' Makefile
+
+deps:
+	@scripts/deps.sh install
+
+# Every entry point first makes sure the packages are there.
+$(B)/.deps-ok: scripts/deps.sh
+	@scripts/deps.sh ensure
+	@mkdir -p $(B) && touch $@
+
+# ---- the kernel --------------------------------------------------------------
+
+$(B)/.tree: | $(B)/.deps-ok
+	@scripts/kernel-tree.sh $(SRC) "$(KSRC)" $(KTAR)
+	@touch $@
+
+$(B)/.series: $(B)/.tree $(PATCHES)
+	@scripts/apply-series.sh $(SRC) $(TOP)/kernel-patches
+	@touch $@
+
+$(OBJ)/.config: $(B)/.series $(FRAGMENTS) scripts/kernel-config.sh
+	@scripts/kernel-config.sh $(SRC) $(OBJ) $(FRAGMENTS)
+
+# The kernel is rebuilt when the series or the config changed; kbuild then
+# recompiles only what those changes touch (and ccache helps after that).
+$(B)/linux: $(OBJ)/.config $(B)/.series
+	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch; log: $(B)/kernel-build.log)"
+	@start=$$(date +%s); \
+	if ! $(KMAKE) -j$(JOBS) linux > $(B)/kernel-build.log 2>&1; then \
+		grep -E -B2 -A8 'error:|Error [0-9]' $(B)/kernel-build.log | head -60; \
+		echo "kernel build failed: see $(B)/kernel-build.log" >&2; exit 1; \
+	fi; \
+	echo "  KERNEL  built in $$(( $$(date +%s) - start )) s"
+	@ln -f $(OBJ)/linux $@
+
+kernel: $(B)/linux
+
+# After editing build/src by hand: rebuild without the dependency shortcut.
+kernel-rebuild: $(OBJ)/.config
+	$(KMAKE) -j$(JOBS) linux
+	ln -f $(OBJ)/linux $(B)/linux
+
+# The uapi headers of the patched tree, for the testcases.
+$(HDR)/.stamp: $(B)/.series
+	@echo "  HEADERS $(HDR)"
+	@$(MAKE) -s -C $(SRC) O=$(B)/hdr ARCH=x86 INSTALL_HDR_PATH=$(HDR) headers_install
+	@touch $@
+
+headers: $(HDR)/.stamp
+
+# ---- guest root --------------------------------------------------------------
+
+testcases: $(HDR)/.stamp
+	@$(MAKE) -s -C testcases KSRC=$(SRC) HDR=$(HDR)/include OUT=$(B)/testcases
+
+$(B)/rootfs.cpio: testcases $(B)/linux rootfs/init rootfs/initramfs.list rootfs/mkinitramfs.sh
+	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@
+
+rootfs: $(B)/rootfs.cpio
+
+# ---- running -----------------------------------------------------------------
+
+lab-run: $(B)/linux $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(B)/linux \
+		--rootfs $(B)/rootfs.cpio --results $(RESULTS)
+
+# One boot with no lab: the built-in KUnit suites run, and the kernel's own
+# kunit.py parses the console.
+kunit: $(B)/linux $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl kunit --kernel $(B)/linux --rootfs $(B)/rootfs.cpio \
+		--results $(RESULTS) --kunit-py $(SRC)/tools/testing/kunit/kunit.py
+
+unit: | $(B)/.deps-ok
+	@mkdir -p $(RESULTS)
+	@$(PYTHON) -m pytest -q lab/tests --junitxml=$(RESULTS)/unit.xml
+
+# Everything a regression run needs. Each part runs even if an earlier one
+# failed; the last line counts all of them.
+test: $(B)/linux $(B)/rootfs.cpio
+	@rm -f $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json; \
+	rc=0; \
+	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
+	echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
+	echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
+	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
+	exit $$rc
+
+bench:
+	@echo "make bench: the benchmarks are not written yet (see the benchmarks issue)." >&2
+	@exit 1
+
+# ---- kernel development ------------------------------------------------------
+
+# Check the series out as commits on branch `dev` in build/src, to edit there.
+kernel-dev: $(B)/.series
+	cd $(SRC) && git checkout -q -B dev pristine && git reset -q --hard pristine && \
+	for p in $$(sed -e 's/#.*//' $(TOP)/kernel-patches/series); do \
+		git -c user.name=kevent-lab -c user.email=kevent-lab@localhost am -q $(TOP)/kernel-patches/$$p || exit 1; \
+	done
+	@echo "build/src is on branch dev with the series as commits; edit, commit, then make kernel-export"
+
+kernel-export:
+	scripts/export-series.sh $(SRC) $(TOP)/kernel-patches
+
+checkpatch: $(B)/.tree
+	@for p in $$(sed -e 's/#.*//' kernel-patches/series); do \
+		perl $(SRC)/scripts/checkpatch.pl --strict --terse -q --root=$(SRC) kernel-patches/$$p; \
+	done
+
+clean:
+	rm -rf $(RESULTS) $(B)/lab $(B)/testcases $(B)/rootfs.cpio*
+
+distclean:
+	rm -rf $(B)

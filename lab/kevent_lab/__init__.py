@@ -1,0 +1,1 @@
+"""kevent-lab's lab driver: UML hosts on virtual networks, tests, results."""

@@ -1,0 +1,247 @@
+"""Runs a lab: boots its hosts in parallel, waits for them, collects results."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import ktap
+from .processes import Child, Supervisor, start_switch
+from .results import HostResult, TestRecord
+from .topology import Host, Topology
+
+USERSPACE_MARK = 'lab: userspace reached on '
+POWEROFF_MARK = 'lab: powering off'
+
+# Lines in a console that mean the kernel is in trouble.
+KERNEL_TROUBLE = re.compile(
+    r'Kernel panic|Oops[:\s]|\bBUG[: ]|WARNING:|KASAN:|UBSAN:|kmemleak:.*new suspected|'
+    r'general protection fault|possible (circular|recursive) locking|'
+    r'INFO: task .* blocked|Unable to handle kernel')
+
+
+def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
+             sockets: dict[str, Path], run_dir: Path | None) -> list[str]:
+    argv = [str(kernel), f'mem={host.mem}', f'initrd={rootfs}', f'umid={umid}',
+            f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
+    for link in host.links:
+        argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
+    argv.append(f'LAB_HOST={host.name}')
+    if run_dir is not None:
+        argv.append(f'LAB_DIR={run_dir}')
+    return argv
+
+
+def run_script(host: Host) -> str:
+    """The shell script the host's /init runs from /lab/HOST/run.sh."""
+    lines = ['# Written by the lab driver for this run; runs inside the guest.', 'set -u']
+    for link in host.links:
+        lines.append(f'ip link set {link.iface} up')
+        lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
+    lines.append(f'cd /lab/{host.name}')
+
+    def runner(run) -> str:
+        prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
+        return (f'lab_runner -o /lab/{host.name}/{run.suite}.log -t {run.timeout} '
+                f'-p {shlex.quote(f"[{host.name}:{run.suite}] ")} -- '
+                + ' '.join(shlex.quote(a) for a in prog))
+
+    # Servers first, in the background; their clients wait for them to accept.
+    for run in host.runs:
+        if run.background:
+            lines.append(runner(run) + ' &')
+    for run in host.runs:
+        if not run.background:
+            lines.append(runner(run))
+    lines.append('wait')
+    return '\n'.join(lines) + '\n'
+
+
+@dataclass
+class HostRun:
+    host: Host
+    console: Path
+    child: Child | None = None
+    started: float = 0.0
+    userspace_s: float | None = None
+    ended_s: float | None = None
+    timed_out: bool = False
+    seen: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _stop_on_signal(signum, frame):
+    raise KeyboardInterrupt(f'signal {signum}')
+
+
+def boot_and_wait(hosts: list[HostRun], start_host, sup: Supervisor, say) -> None:
+    """Starts every host, then follows their consoles until all have ended."""
+    for hr in hosts:
+        hr.started = time.monotonic()
+        hr.child = start_host(hr)
+    say(f'booting {len(hosts)} host(s): ' + ', '.join(h.host.name for h in hosts))
+    while True:
+        alive = 0
+        for hr in hosts:
+            if hr.ended_s is not None:
+                continue
+            now = time.monotonic() - hr.started
+            text = hr.console.read_text(errors='replace') if hr.console.exists() else ''
+            if hr.userspace_s is None and USERSPACE_MARK in text:
+                hr.userspace_s = now
+                say(f'{hr.host.name}: userspace after {now:.1f} s, running {len(hr.host.runs)} testcase(s)')
+            for line in text[hr.seen:].splitlines():
+                m = re.match(r'^\[(\S+):(\S+)\] #lab-exit (.*)$', line)
+                if m:
+                    say(f'{m.group(1)}: {m.group(2)} done ({m.group(3)})')
+            hr.seen = text.rfind('\n') + 1 if '\n' in text else hr.seen
+            if not hr.child.running():
+                hr.ended_s = now
+                say(f'{hr.host.name}: ended after {now:.1f} s')
+                continue
+            if now > hr.host.timeout:
+                hr.timed_out = True
+                hr.child.kill()
+                hr.ended_s = now
+                say(f'{hr.host.name}: killed after its timeout of {hr.host.timeout} s')
+                continue
+            alive += 1
+        if not alive:
+            return
+        time.sleep(0.1)
+
+
+def console_trouble(text: str) -> str:
+    """An excerpt around the first sign of kernel trouble, or ''."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if KERNEL_TROUBLE.search(line):
+            return '\n'.join(lines[max(0, i - 2):i + 25])
+    return ''
+
+
+def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
+    host = hr.host
+    text = hr.console.read_text(errors='replace') if hr.console.exists() else ''
+    result = HostResult(host.name, str(hr.console), hr.userspace_s, hr.ended_s)
+    tests = result.tests
+
+    # KUnit suites print KTAP on the console at boot.
+    for suite in ktap.parse(text):
+        if suite.children:
+            for path, leaf in suite.leaves():
+                tests.append(TestRecord(host.name, suite.name, path, leaf.status,
+                                        leaf.duration_s, leaf.message))
+        else:
+            tests.append(TestRecord(host.name, 'kunit', suite.name, suite.status,
+                                    suite.duration_s, suite.message))
+
+    trouble = console_trouble(text)
+    tests.append(TestRecord(host.name, 'kernel', 'console_clean', 'fail' if trouble else 'pass',
+                            None, 'the console shows kernel trouble:\n' + trouble if trouble else ''))
+    if hr.userspace_s is None:
+        tests.append(TestRecord(host.name, 'kernel', 'reached_userspace', 'fail', None,
+                                'the host never reached /init: see ' + str(hr.console)))
+    if hr.timed_out:
+        result.problems.append(f'killed after its timeout of {host.timeout} s')
+
+    for run in host.runs:
+        log = run_dir / host.name / f'{run.suite}.log'
+        if not log.exists():
+            why = ('the host timed out before it ran' if hr.timed_out else
+                   'it never started (see the console)')
+            tests.append(TestRecord(host.name, run.suite, '(not run)', 'fail', None,
+                                    f'{" ".join(run.argv)}: {why}'))
+            continue
+        rl = ktap.parse_runner_log(log.read_text(errors='replace'))
+        shutil.copy(log, Path(result.console).with_name(f'{host.name}.{run.suite}.log'))
+        leaves = [(p, r) for top in rl.results for p, r in
+                  (top.leaves(top.name) if top.children else [(top.name, top)])]
+        for path, leaf in leaves:
+            tests.append(TestRecord(host.name, run.suite, path, leaf.status,
+                                    leaf.duration_s, leaf.message))
+        if not leaves:
+            tests.append(TestRecord(host.name, run.suite, '(no results)', 'fail', rl.duration_s,
+                                    f'{" ".join(run.argv)} printed no KTAP results (exit: {rl.exit})'))
+        elif rl.exit != 'status=0' and not any(t.status == 'fail' for _, t in leaves):
+            tests.append(TestRecord(host.name, run.suite, '(exit)', 'fail', rl.duration_s,
+                                    f'{" ".join(run.argv)} ended with {rl.exit or "no exit record"}'))
+    return result
+
+
+def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
+            say=print) -> list[HostResult]:
+    for what, path in (('kernel', kernel), ('rootfs', rootfs)):
+        if not path.exists():
+            raise FileNotFoundError(f'no {what} at {path}: run make first')
+    if shutil.which('vde_switch') is None and topo.segments:
+        raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
+
+    run_dir = work / topo.name
+    shutil.rmtree(run_dir, ignore_errors=True)
+    results.mkdir(parents=True, exist_ok=True)
+    for host in topo.hosts.values():
+        (run_dir / host.name).mkdir(parents=True)
+        (run_dir / host.name / 'run.sh').write_text(run_script(host))
+        for stale in results.glob(f'{host.name}.*'):
+            stale.unlink()
+    if ' ' in str(run_dir):
+        raise ValueError(f'the run directory {run_dir} has a space, which the kernel command line cannot carry')
+
+    # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
+    tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
+    sup = Supervisor()
+    old = {s: signal.signal(s, _stop_on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+    hosts = [HostRun(h, results / f'{h.name}.console.log') for h in topo.hosts.values()]
+    t0 = time.monotonic()
+    try:
+        sockets = {}
+        for seg in topo.segments:
+            sockets[seg] = tmp / seg
+            start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log')
+        say(f'{len(sockets)} segment(s) up in {time.monotonic() - t0:.2f} s')
+
+        def start_host(hr: HostRun) -> Child:
+            out = open(hr.console, 'wb')
+            argv = uml_argv(kernel, rootfs, hr.host, f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}',
+                            tmp / 'uml', sockets, run_dir)
+            child = sup.start(hr.host.name, argv, stdout=out)
+            out.close()
+            return child
+
+        (tmp / 'uml').mkdir()
+        boot_and_wait(hosts, start_host, sup, say)
+    finally:
+        t1 = time.monotonic()
+        sup.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        say(f'teardown took {time.monotonic() - t1:.2f} s')
+    return [collect_host(hr, run_dir) for hr in hosts]
+
+
+def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> bool:
+    """Boots one host without a lab (KUnit only); True if it powered off by itself."""
+    host = Host('kunit', timeout=timeout)
+    with tempfile.TemporaryDirectory(prefix='kevent-lab-kunit-') as tmp:
+        sup = Supervisor()
+        try:
+            with open(console, 'wb') as out:
+                child = sup.start('kunit', uml_argv(kernel, rootfs, host, 'kunit-' + Path(tmp).name[-8:],
+                                                    Path(tmp), {}, None), stdout=out)
+            try:
+                child.popen.wait(timeout=timeout)
+                return True
+            except Exception:
+                print(f'kunit boot: no power-off after {timeout} s', file=sys.stderr)
+                return False
+        finally:
+            sup.stop_all()

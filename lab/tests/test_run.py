@@ -1,0 +1,94 @@
+import shutil
+from pathlib import Path
+
+from kevent_lab import run, topology
+
+GOLDEN = Path(__file__).resolve().parent / 'golden'
+
+LAB = '''
+host a
+link a eth0 net0 10.42.0.1/24
+run a srv background -- tcp_echo server 7000 1
+run a core -- kevent_core_test
+'''
+
+
+def host():
+    return topology.parse(LAB).hosts['a']
+
+
+def test_run_script_starts_servers_first():
+    script = run.run_script(host())
+    lines = script.splitlines()
+    assert 'ip addr add 10.42.0.1/24 dev eth0' in lines
+    srv = [i for i, l in enumerate(lines) if '/lab/a/srv.log' in l][0]
+    core = [i for i, l in enumerate(lines) if '/lab/a/core.log' in l][0]
+    assert srv < core and lines[srv].endswith(' &')
+    assert lines[-1] == 'wait'
+    assert "-- /opt/kevent/tcp_echo server 7000 1" in lines[srv]
+
+
+def test_uml_argv():
+    argv = run.uml_argv(Path('/k/linux'), Path('/k/root.cpio'), host(), 'lab-a', Path('/t/uml'),
+                        {'net0': Path('/t/net0')}, Path('/r/lab'))
+    assert argv[0] == '/k/linux'
+    assert 'eth0=vde,/t/net0' in argv and 'LAB_DIR=/r/lab' in argv and 'LAB_HOST=a' in argv
+
+
+def hostrun(tmp_path, console: str, userspace=0.5):
+    results = tmp_path / 'results'
+    results.mkdir()
+    shutil.copy(GOLDEN / console, results / 'a.console.log')
+    (tmp_path / 'lab' / 'a').mkdir(parents=True)
+    return run.HostRun(host(), results / 'a.console.log', userspace_s=userspace, ended_s=3.0)
+
+
+def by_name(result):
+    return {(t.suite, t.name): t for t in result.tests}
+
+
+def test_collect_good_host(tmp_path):
+    hr = hostrun(tmp_path, 'console_kunit_pass.log')
+    shutil.copy(GOLDEN / 'runner_core_pass.log', tmp_path / 'lab' / 'a' / 'core.log')
+    res = run.collect_host(hr, tmp_path / 'lab')
+    tests = by_name(res)
+    assert tests[('kevent_core', 'kevent_test_add_remove')].status == 'pass'
+    assert tests[('kernel', 'console_clean')].status == 'pass'
+    assert tests[('core', 'global.ukevent_layout')].status == 'pass'
+    # The server never wrote a log: that is a failure, not a silent gap.
+    assert tests[('srv', '(not run)')].status == 'fail'
+    assert (tmp_path / 'results' / 'a.core.log').exists()
+
+
+def test_collect_panic_before_userspace(tmp_path):
+    hr = hostrun(tmp_path, 'console_no_userspace.log', userspace=None)
+    res = run.collect_host(hr, tmp_path / 'lab')
+    tests = by_name(res)
+    assert tests[('kernel', 'reached_userspace')].status == 'fail'
+    clean = tests[('kernel', 'console_clean')]
+    assert clean.status == 'fail' and 'Kernel panic - not syncing' in clean.message
+
+
+def test_collect_crashed_testcase(tmp_path):
+    hr = hostrun(tmp_path, 'console_kunit_fail.log')
+    shutil.copy(GOLDEN / 'runner_crash.log', tmp_path / 'lab' / 'a' / 'core.log')
+    shutil.copy(GOLDEN / 'runner_timeout.log', tmp_path / 'lab' / 'a' / 'srv.log')
+    tests = by_name(run.collect_host(hr, tmp_path / 'lab'))
+    assert tests[('kevent_core', 'kevent_test_ready_once')].status == 'fail'
+    assert tests[('core', '(incomplete)')].status == 'fail'
+    assert tests[('srv', '(incomplete)')].status == 'fail'
+
+
+def test_exit_status_counts(tmp_path):
+    hr = hostrun(tmp_path, 'console_kunit_pass.log')
+    text = (GOLDEN / 'runner_core_pass.log').read_text().replace('status=0', 'status=3')
+    (tmp_path / 'lab' / 'a' / 'core.log').write_text(text)
+    tests = by_name(run.collect_host(hr, tmp_path / 'lab'))
+    assert tests[('core', '(exit)')].status == 'fail'
+    assert 'status=3' in tests[('core', '(exit)')].message
+
+
+def test_console_trouble_patterns():
+    assert run.console_trouble('fine\nall good\n') == ''
+    assert 'BUG: KASAN' in run.console_trouble('x\n[ 1.0] BUG: KASAN: use-after-free in foo\n')
+    assert run.console_trouble('[ 1.0] WARNING: CPU: 0 PID: 1 at kernel/x.c:1\n')

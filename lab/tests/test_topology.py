@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+
+from kevent_lab import topology
+
+LABS = Path(__file__).resolve().parent.parent / 'labs'
+
+
+def test_default_lab_parses():
+    topo = topology.load(LABS / 'default' / 'lab.conf')
+    assert list(topo.hosts) == ['a', 'b']
+    assert topo.segments == ['net0']
+    a = topo.hosts['a']
+    assert str(a.links[0].address) == '10.42.0.1/24'
+    assert [r.suite for r in a.runs] == ['tcp_echo', 'core', 'timer']
+    assert a.runs[0].background and not a.runs[1].background
+    assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
+
+
+def test_options():
+    topo = topology.parse('host x mem=256M timeout=90\nrun x s timeout=5 -- prog a "b c"\n')
+    assert topo.hosts['x'].mem == '256M'
+    assert topo.hosts['x'].timeout == 90
+    assert topo.hosts['x'].runs[0].timeout == 5
+    assert topo.hosts['x'].runs[0].argv == ['prog', 'a', 'b c']
+
+
+@pytest.mark.parametrize('text, line, words', [
+    ('host a\nfrobnicate a\n', 2, 'unknown keyword'),
+    ('host a\nlink b eth0 n 10.0.0.1/24\n', 2, 'not declared'),
+    ('host a\nhost a\n', 2, 'declared twice'),
+    ('host a mem=lots\n', 1, 'mem must'),
+    ('host a colour=red\n', 1, 'unknown option'),
+    ('host A\n', 1, 'bad host name'),
+    ('host a\nlink a eth0 n 10.0.0.1\n', 2, 'prefix length'),
+    ('host a\nlink a eth0 n 10.0.0.300/24\n', 2, 'bad address'),
+    ('host a\nhost b\nlink a eth0 n 10.0.0.1/24\nlink b eth0 n 10.0.0.1/24\n', 4, 'also used on line 3'),
+    ('host a\nlink a eth0 n 10.0.0.1/24\nlink a eth0 m 10.0.1.1/24\n', 3, 'eth0 twice'),
+    ('host a\nrun a s prog\n', 2, 'run needs'),
+    ('host a\nrun a s --\n', 2, 'run needs'),
+    ('host a\nrun a s -- p\nrun a s -- q\n', 3, 'runs twice'),
+    ('host a\nrun a s -- /bin/p\n', 2, 'not a path'),
+    ('host a\nrun a s timeout=0 -- p\n', 2, 'timeout must'),
+    ('host a\nrun a s "unclosed -- p\n', 2, 'quotation'),
+    ('# nothing\n', 0, 'no hosts'),
+])
+def test_errors_name_file_and_line(text, line, words):
+    with pytest.raises(topology.TopologyError) as e:
+        topology.parse(text, 'labs/x/lab.conf')
+    assert e.value.line == line
+    assert words in e.value.message
+    assert str(e.value).startswith(f'labs/x/lab.conf:{line}: ')

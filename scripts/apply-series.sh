@@ -1,0 +1,36 @@
+#!/bin/sh
+# apply-series.sh SRC PATCHDIR
+#
+# Makes the work tree of SRC (see kernel-tree.sh) equal to `pristine` plus
+# every patch in PATCHDIR/series, in order. The patched tree is computed in
+# a scratch index first, so a patch that does not apply changes nothing;
+# then only the files whose content differs are rewritten, which keeps the
+# timestamps of everything else and lets kbuild rebuild incrementally.
+set -eu
+src=$1 pdir=$(cd "$2" && pwd)
+cd "$src"
+
+if ! git diff --quiet; then
+	echo "apply-series: $src has edits that are not in kernel-patches/:" >&2
+	git diff --stat >&2
+	echo "Commit them and run 'make kernel-export', or drop them with 'git -C $src checkout -- .'" >&2
+	exit 1
+fi
+
+scratch=$(git rev-parse --git-dir)/kevent-series-index
+rm -f "$scratch"
+GIT_INDEX_FILE=$scratch git read-tree pristine
+n=0
+for p in $(sed -e 's/#.*//' "$pdir/series"); do
+	case $p in -*) continue;; esac
+	if ! GIT_INDEX_FILE=$scratch git apply --cached --whitespace=nowarn "$pdir/$p"; then
+		echo "apply-series: $p does not apply on top of the patches before it" >&2
+		rm -f "$scratch"
+		exit 1
+	fi
+	n=$((n + 1))
+done
+tree=$(GIT_INDEX_FILE=$scratch git write-tree)
+rm -f "$scratch"
+git read-tree -m -u "$tree"
+echo "  SERIES  $n patches applied"

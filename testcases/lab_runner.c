@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0+
+/*
+ * lab_runner: runs one testcase inside a lab host and records its output.
+ *
+ *   lab_runner -o OUT -t SECONDS [-p PREFIX] -- PROGRAM [ARGS...]
+ *
+ * Every line the program prints (stdout and stderr) goes to OUT, prefixed
+ * with the CLOCK_MONOTONIC time at which it arrived, so the lab driver can
+ * tell how long each KTAP test took. The lines also go to our stdout (the
+ * console) behind PREFIX. The program runs in its own process group; if
+ * it is still running after SECONDS the whole group is killed. The last
+ * line of OUT says how it ended:
+ *   <time> #lab-exit status=N | signal=N | timeout=SECONDS
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void emit(FILE *out, const char *prefix, const char *line, size_t len)
+{
+	fprintf(out, "%.6f %.*s\n", now_s(), (int)len, line);
+	fflush(out);
+	printf("%s%.*s\n", prefix, (int)len, line);
+	fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	const char *outpath = NULL, *prefix = "";
+	char buf[8192];
+	size_t used = 0;
+	int timeout = 60, opt, p[2], status;
+	double deadline;
+	FILE *out;
+	pid_t pid;
+
+	while ((opt = getopt(argc, argv, "o:t:p:")) != -1) {
+		switch (opt) {
+		case 'o':
+			outpath = optarg;
+			break;
+		case 't':
+			timeout = atoi(optarg);
+			break;
+		case 'p':
+			prefix = optarg;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (!outpath || optind >= argc || timeout <= 0)
+		goto usage;
+
+	out = fopen(outpath, "w");
+	if (!out) {
+		fprintf(stderr, "lab_runner: %s: %s\n", outpath, strerror(errno));
+		return 2;
+	}
+	if (pipe2(p, O_CLOEXEC)) {
+		perror("lab_runner: pipe");
+		return 2;
+	}
+	fprintf(out, "%.6f #lab-start %s\n", now_s(), argv[optind]);
+	fflush(out);
+
+	pid = fork();
+	if (pid < 0) {
+		perror("lab_runner: fork");
+		return 2;
+	}
+	if (pid == 0) {
+		setpgid(0, 0);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		execv(argv[optind], argv + optind);
+		fprintf(stderr, "exec %s: %s\n", argv[optind], strerror(errno));
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(p[1]);
+
+	deadline = now_s() + timeout;
+	for (;;) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		int left = (int)((deadline - now_s()) * 1000);
+		ssize_t r;
+		char *nl;
+
+		if (left <= 0) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			if (used)
+				emit(out, prefix, buf, used);
+			fprintf(out, "%.6f #lab-exit timeout=%d\n", now_s(), timeout);
+			printf("%s#lab-exit timeout=%d\n", prefix, timeout);
+			return 1;
+		}
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		r = read(p[0], buf + used, sizeof(buf) - 1 - used);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		used += r;
+		while ((nl = memchr(buf, '\n', used))) {
+			size_t len = nl - buf;
+
+			emit(out, prefix, buf, len);
+			memmove(buf, nl + 1, used - len - 1);
+			used -= len + 1;
+		}
+		if (used == sizeof(buf) - 1) {
+			emit(out, prefix, buf, used);
+			used = 0;
+		}
+	}
+	if (used)
+		emit(out, prefix, buf, used);
+	/* The program closed its output; children it left behind go too. */
+	waitpid(pid, &status, 0);
+	kill(-pid, SIGKILL);
+	if (WIFSIGNALED(status))
+		fprintf(out, "%.6f #lab-exit signal=%d\n", now_s(), WTERMSIG(status));
+	else
+		fprintf(out, "%.6f #lab-exit status=%d\n", now_s(), WEXITSTATUS(status));
+	fclose(out);
+	return 0;
+
+usage:
+	fprintf(stderr, "usage: lab_runner -o OUT -t SECONDS [-p PREFIX] -- PROGRAM [ARGS...]\n");
+	return 2;
+}
