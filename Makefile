@@ -23,7 +23,7 @@ FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
 BUSYBOX    ?= /bin/busybox
 CCACHE     := $(shell command -v ccache 2>/dev/null)
-KMAKE       = $(MAKE) -s -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
+KMAKE       = $(MAKE) -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
 # Debian's python3 (python3-pytest is installed for it), not a pyenv one.
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
@@ -59,13 +59,8 @@ $(OBJ)/.config: $(B)/.series $(FRAGMENTS) scripts/kernel-config.sh
 # The kernel is rebuilt when the series or the config changed; kbuild then
 # recompiles only what those changes touch (and ccache helps after that).
 $(B)/linux: $(OBJ)/.config $(B)/.series
-	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch; log: $(B)/kernel-build.log)"
-	@start=$$(date +%s); \
-	if ! $(KMAKE) -j$(JOBS) linux > $(B)/kernel-build.log 2>&1; then \
-		grep -E -B2 -A8 'error:|Error [0-9]' $(B)/kernel-build.log | head -60; \
-		echo "kernel build failed: see $(B)/kernel-build.log" >&2; exit 1; \
-	fi; \
-	echo "  KERNEL  built in $$(( $$(date +%s) - start )) s"
+	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch)"
+	@scripts/kbuild.sh $(B)/kernel-build.log $(KMAKE) -j$(JOBS) linux
 	@ln -f $(OBJ)/linux $@
 
 kernel: $(B)/linux
@@ -111,12 +106,17 @@ unit: | $(B)/.deps-ok
 
 # Everything a regression run needs. Each part runs even if an earlier one
 # failed; the last line counts all of them.
-test: $(B)/linux $(B)/rootfs.cpio
+test:
 	@rm -f $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json; \
 	rc=0; \
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
-	echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
-	echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
+	echo "== build"; \
+	if $(MAKE) -s all; then \
+		echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
+		echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
+	else \
+		echo "the build failed: KUnit and the lab did not run" >&2; rc=1; \
+	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
 	exit $$rc
 

@@ -207,6 +207,18 @@ TEST_F(queue, unknown_type_comes_back_broken)
 	EXPECT_EQ(1, queued(self->fd));
 }
 
+TEST_F(queue, unbuilt_type_is_eopnotsupp)
+{
+	struct ukevent uk = kevent_timer(10, 0, 0);
+
+	/* KEVENT_SOCKET has no source yet; its issue changes this test. */
+	uk.type = KEVENT_SOCKET;
+	uk.event = KEVENT_SOCKET_RECV;
+	EXPECT_EQ(0, kevent_add(self->fd, &uk, 1));
+	EXPECT_EQ(KEVENT_RET_BROKEN, uk.ret_flags);
+	EXPECT_EQ(EOPNOTSUPP, uk.ret_data[0]);
+}
+
 TEST_F(queue, bad_requests_come_back_broken)
 {
 	struct ukevent uk[4] = {
