@@ -131,7 +131,7 @@ kernel-dev: $(B)/.series
 	cd $(SRC) && git checkout -q -B dev pristine && git reset -q --hard pristine && \
 	for p in $$(sed -e 's/#.*//' $(TOP)/kernel-patches/series); do \
 		git -c user.name=kevent-lab -c user.email=kevent-lab@localhost am -q $(TOP)/kernel-patches/$$p || exit 1; \
-	done
+	done && git write-tree > .git/kevent-applied-tree
 	@echo "build/src is on branch dev with the series as commits; edit, commit, then make kernel-export"
 
 kernel-export:

@@ -16,7 +16,6 @@ if ! git diff --quiet; then
 	echo "Commit them and run 'make kernel-export', or drop them with 'git -C $src checkout -- .'" >&2
 	exit 1
 fi
-
 scratch=$(git rev-parse --git-dir)/kevent-series-index
 rm -f "$scratch"
 GIT_INDEX_FILE=$scratch git read-tree pristine
@@ -32,5 +31,18 @@ for p in $(sed -e 's/#.*//' "$pdir/series"); do
 done
 tree=$(GIT_INDEX_FILE=$scratch git write-tree)
 rm -f "$scratch"
+
+# The tree this script wrote last time. Anything else in the index was put
+# there by hand (staged or committed edits) and must not be overwritten.
+record=$(git rev-parse --git-dir)/kevent-applied-tree
+current=$(git write-tree)
+if [ "$current" != "$tree" ] && [ -f "$record" ] && [ "$current" != "$(cat "$record")" ]; then
+	echo "apply-series: $src holds kernel changes that are not in kernel-patches/" >&2
+	echo "(staged, or committed on branch $(git rev-parse --abbrev-ref HEAD))." >&2
+	echo "Run 'make kernel-export' to write them into the series, or" >&2
+	echo "rm $record (then the next build overwrites $src) to drop them." >&2
+	exit 1
+fi
 git read-tree -m -u "$tree"
+echo "$tree" > "$record"
 echo "  SERIES  $n patches applied"

@@ -7,7 +7,8 @@
 # series out as commits, you edit and commit in build/src, then
 # `make kernel-export` runs this script.
 set -eu
-src=$1 pdir=$2
+src=$1
+pdir=$(mkdir -p "$2" && cd "$2" && pwd)
 cd "$src"
 if ! git diff --quiet || ! git diff --cached --quiet; then
 	echo "export-series: $src has uncommitted changes; commit them first" >&2

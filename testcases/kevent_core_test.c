@@ -211,9 +211,9 @@ TEST_F(queue, unbuilt_type_is_eopnotsupp)
 {
 	struct ukevent uk = kevent_timer(10, 0, 0);
 
-	/* KEVENT_SOCKET has no source yet; its issue changes this test. */
-	uk.type = KEVENT_SOCKET;
-	uk.event = KEVENT_SOCKET_RECV;
+	/* KEVENT_INODE has no source yet; its work changes this test. */
+	uk.type = KEVENT_INODE;
+	uk.event = KEVENT_INODE_CREATE;
 	EXPECT_EQ(0, kevent_add(self->fd, &uk, 1));
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk.ret_flags);
 	EXPECT_EQ(EOPNOTSUPP, uk.ret_data[0]);
@@ -310,9 +310,11 @@ TEST_F(queue, wait_bad_output_pointer_keeps_the_event)
 	struct kevent_user_control ctl = { KEVENT_CTL_WAIT, 1, 1000 };
 	char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
 
 	ASSERT_NE(MAP_FAILED, map);
 	ASSERT_EQ(1, kevent_add(self->fd, &uk, 1));
+	ASSERT_EQ(1, poll(&pfd, 1, 5000));	/* the event is ready */
 	memcpy(map, &ctl, sizeof(ctl));
 	ASSERT_EQ(0, mprotect(map, 4096, PROT_READ));
 	EXPECT_EQ(-1, sys_kevent_ctl(self->fd, map));

@@ -49,8 +49,8 @@ def run_script(host: Host) -> str:
 
     def runner(run) -> str:
         prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
-        return (f'lab_runner -o /lab/{host.name}/{run.suite}.log -t {run.timeout} '
-                f'-p {shlex.quote(f"[{host.name}:{run.suite}] ")} -- '
+        return (f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
+                f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} -- '
                 + ' '.join(shlex.quote(a) for a in prog))
 
     # Servers first, in the background; their clients wait for them to accept.
@@ -127,6 +127,10 @@ def console_trouble(text: str) -> str:
     return ''
 
 
+def prefix_of(run) -> str:
+    return f'{run.part}.' if run.part else ''
+
+
 def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
     host = hr.host
     text = hr.console.read_text(errors='replace') if hr.console.exists() else ''
@@ -153,25 +157,26 @@ def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
         result.problems.append(f'killed after its timeout of {host.timeout} s')
 
     for run in host.runs:
-        log = run_dir / host.name / f'{run.suite}.log'
+        log = run_dir / host.name / f'{run.key}.log'
         if not log.exists():
             why = ('the host timed out before it ran' if hr.timed_out else
                    'it never started (see the console)')
-            tests.append(TestRecord(host.name, run.suite, '(not run)', 'fail', None,
+            tests.append(TestRecord(host.name, run.suite, prefix_of(run) + '(not run)', 'fail', None,
                                     f'{" ".join(run.argv)}: {why}'))
             continue
         rl = ktap.parse_runner_log(log.read_text(errors='replace'))
-        shutil.copy(log, Path(result.console).with_name(f'{host.name}.{run.suite}.log'))
-        leaves = [(p, r) for top in rl.results for p, r in
+        shutil.copy(log, Path(result.console).with_name(f'{host.name}.{run.key}.log'))
+        prefix = f'{run.part}.' if run.part else ''
+        leaves = [(prefix + p, r) for top in rl.results for p, r in
                   (top.leaves(top.name) if top.children else [(top.name, top)])]
         for path, leaf in leaves:
             tests.append(TestRecord(host.name, run.suite, path, leaf.status,
                                     leaf.duration_s, leaf.message))
         if not leaves:
-            tests.append(TestRecord(host.name, run.suite, '(no results)', 'fail', rl.duration_s,
+            tests.append(TestRecord(host.name, run.suite, prefix + '(no results)', 'fail', rl.duration_s,
                                     f'{" ".join(run.argv)} printed no KTAP results (exit: {rl.exit})'))
         elif rl.exit != 'status=0' and not any(t.status == 'fail' for _, t in leaves):
-            tests.append(TestRecord(host.name, run.suite, '(exit)', 'fail', rl.duration_s,
+            tests.append(TestRecord(host.name, run.suite, prefix + '(exit)', 'fail', rl.duration_s,
                                     f'{" ".join(run.argv)} ended with {rl.exit or "no exit record"}'))
     return result
 

@@ -40,6 +40,12 @@ class Run:
     argv: list[str]
     timeout: int = 120
     background: bool = False
+    part: str = ''          # 'echo' of 'socket/echo': one of several runs of a suite
+
+    @property
+    def key(self) -> str:
+        """Unique on its host: names the run's log file."""
+        return f'{self.suite}.{self.part}' if self.part else self.suite
 
 
 @dataclass
@@ -149,16 +155,18 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             if len(head) < 2 or not argv:
                 err('run needs: HOST SUITE [timeout=S] [background] -- PROGRAM [ARGS...]')
             hname, suite = head[0], head[1]
+            suite, _, part = suite.partition('/')
             if hname not in hosts:
                 err(f'run names host {hname!r}, which is not declared above')
-            if not NAME_RE.match(suite):
-                err(f'bad suite name {suite!r}')
-            if any(r.suite == suite for r in hosts[hname].runs):
-                err(f'suite {suite!r} runs twice on host {hname!r}')
+            if not NAME_RE.match(suite) or (part and not NAME_RE.match(part)):
+                err(f'bad suite name {head[1]!r} (SUITE or SUITE/PART)')
+            key = f'{suite}.{part}' if part else suite
+            if any(r.key == key for r in hosts[hname].runs):
+                err(f'{head[1]!r} runs twice on host {hname!r}')
             if '/' in argv[0]:
                 err(f'program {argv[0]!r} must be a testcase name, not a path')
             opts = _options(head[2:], {'timeout': 'SECONDS', 'background': ''}, err)
-            run = Run(suite, argv, background='background' in opts)
+            run = Run(suite, argv, background='background' in opts, part=part)
             if 'timeout' in opts:
                 run.timeout = _seconds(opts['timeout'], err)
             hosts[hname].runs.append(run)

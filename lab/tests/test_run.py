@@ -10,6 +10,7 @@ host a
 link a eth0 net0 10.42.0.1/24
 run a srv background -- tcp_echo server 7000 1
 run a core -- kevent_core_test
+run a core/extra -- kevent_timer_test
 '''
 
 
@@ -77,6 +78,17 @@ def test_collect_crashed_testcase(tmp_path):
     assert tests[('kevent_core', 'kevent_test_ready_once')].status == 'fail'
     assert tests[('core', '(incomplete)')].status == 'fail'
     assert tests[('srv', '(incomplete)')].status == 'fail'
+
+
+def test_parts_of_a_suite(tmp_path):
+    hr = hostrun(tmp_path, 'console_kunit_pass.log')
+    shutil.copy(GOLDEN / 'runner_core_pass.log', tmp_path / 'lab' / 'a' / 'core.log')
+    shutil.copy(GOLDEN / 'runner_fail_skip.log', tmp_path / 'lab' / 'a' / 'core.extra.log')
+    tests = by_name(run.collect_host(hr, tmp_path / 'lab'))
+    assert tests[('core', 'global.ukevent_layout')].status == 'pass'
+    assert tests[('core', 'extra.timer.oneshot_fires_once')].status == 'fail'
+    assert tests[('core', 'extra.timer.fine')].status == 'pass'
+    assert '/lab/a/core.extra.log' in run.run_script(hr.host)
 
 
 def test_exit_status_counts(tmp_path):

@@ -13,8 +13,9 @@ def test_default_lab_parses():
     assert topo.segments == ['net0']
     a = topo.hosts['a']
     assert str(a.links[0].address) == '10.42.0.1/24'
-    assert [r.suite for r in a.runs] == ['tcp_echo', 'core', 'timer']
-    assert a.runs[0].background and not a.runs[1].background
+    assert [r.key for r in a.runs][:2] == ["tcp_echo", "socket.echo_server"]
+    assert a.runs[1].suite == 'socket' and a.runs[1].part == 'echo_server'
+    assert a.runs[0].background and not a.runs[3].background
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
@@ -40,6 +41,8 @@ def test_options():
     ('host a\nrun a s prog\n', 2, 'run needs'),
     ('host a\nrun a s --\n', 2, 'run needs'),
     ('host a\nrun a s -- p\nrun a s -- q\n', 3, 'runs twice'),
+    ('host a\nrun a s/x -- p\nrun a s/x -- q\n', 3, 'runs twice'),
+    ('host a\nrun a s/X -- p\n', 2, 'bad suite name'),
     ('host a\nrun a s -- /bin/p\n', 2, 'not a path'),
     ('host a\nrun a s timeout=0 -- p\n', 2, 'timeout must'),
     ('host a\nrun a s "unclosed -- p\n', 2, 'quotation'),
