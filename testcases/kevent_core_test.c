@@ -211,9 +211,9 @@ TEST_F(queue, unbuilt_type_is_eopnotsupp)
 {
 	struct ukevent uk = kevent_timer(10, 0, 0);
 
-	/* KEVENT_INODE has no source yet; its work changes this test. */
-	uk.type = KEVENT_INODE;
-	uk.event = KEVENT_INODE_CREATE;
+	/* KEVENT_NAIO has no source yet; its work changes this test. */
+	uk.type = KEVENT_NAIO;
+	uk.event = KEVENT_SOCKET_RECV;
 	EXPECT_EQ(0, kevent_add(self->fd, &uk, 1));
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk.ret_flags);
 	EXPECT_EQ(EOPNOTSUPP, uk.ret_data[0]);

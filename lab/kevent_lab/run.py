@@ -6,6 +6,7 @@ import re
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +32,8 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
              sockets: dict[str, Path], run_dir: Path | None) -> list[str]:
     argv = [str(kernel), f'mem={host.mem}', f'initrd={rootfs}', f'umid={umid}',
             f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
+    if host.disk and run_dir is not None:
+        argv.append(f'ubd0={run_dir / host.name / "disk.img"}')
     for link in host.links:
         argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
     argv.append(f'LAB_HOST={host.name}')
@@ -39,17 +42,33 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     return argv
 
 
+def make_disk(path: Path, size: str) -> None:
+    """An empty ext4 file system in a sparse file, made without root."""
+    mkfs = shutil.which('mkfs.ext4') or shutil.which('mkfs.ext4', path='/usr/sbin:/sbin')
+    if not mkfs:
+        raise FileNotFoundError('mkfs.ext4 is not installed (Debian package e2fsprogs; make deps)')
+    with open(path, 'wb') as f:
+        f.truncate(int(size[:-1]) << (20 if size[-1] == 'M' else 30))
+    proc = subprocess.run([mkfs, '-q', '-F', '-E', 'nodiscard', str(path)],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f'mkfs.ext4 {path}: {proc.stderr.strip()}')
+
+
 def run_script(host: Host) -> str:
     """The shell script the host's /init runs from /lab/HOST/run.sh."""
     lines = ['# Written by the lab driver for this run; runs inside the guest.', 'set -u']
     for link in host.links:
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
+    if host.disk:
+        lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk')
     lines.append(f'cd /lab/{host.name}')
 
     def runner(run) -> str:
         prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
-        return (f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
+        env = ''.join(f'{shlex.quote(pair)} ' for pair in run.env)
+        return ((f'env {env}' if env else '') + f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
                 f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} -- '
                 + ' '.join(shlex.quote(a) for a in prog))
 
@@ -195,6 +214,8 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     for host in topo.hosts.values():
         (run_dir / host.name).mkdir(parents=True)
         (run_dir / host.name / 'run.sh').write_text(run_script(host))
+        if host.disk:
+            make_disk(run_dir / host.name / 'disk.img', host.disk)
         for stale in results.glob(f'{host.name}.*'):
             stale.unlink()
     if ' ' in str(run_dir):

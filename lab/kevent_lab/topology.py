@@ -40,6 +40,7 @@ class Run:
     argv: list[str]
     timeout: int = 120
     background: bool = False
+    env: list[str] = field(default_factory=list)   # KEY=VALUE for the program
     part: str = ''          # 'echo' of 'socket/echo': one of several runs of a suite
 
     @property
@@ -53,6 +54,7 @@ class Host:
     name: str
     mem: str = '128M'
     timeout: int = 300
+    disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
     links: list[Link] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
 
@@ -72,15 +74,18 @@ class Topology:
         return seen
 
 
-def _options(words: list[str], allowed: dict[str, str], err) -> dict[str, str]:
+def _options(words: list[str], allowed: dict[str, str], err,
+             repeatable: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Parses key=value words (and bare flags listed with value '')."""
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for word in words:
         key, eq, value = word.partition('=')
         if key not in allowed or bool(eq) != bool(allowed[key]):
             err(f'unknown option {word!r} (expected one of: '
                 + ', '.join(k + ('=' + v if v else '') for k, v in allowed.items()) + ')')
-        out[key] = value
+        if key in out and key not in repeatable:
+            err(f'option {key} is given twice')
+        out.setdefault(key, []).append(value)
     return out
 
 
@@ -114,14 +119,15 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'bad host name {hname!r} (lower case letters, digits, - and _, at most 16)')
             if hname in hosts:
                 err(f'host {hname!r} is declared twice')
-            opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS'}, err)
+            opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE'}, err)
             host = Host(hname)
-            if 'mem' in opts:
-                if not MEM_RE.match(opts['mem']):
-                    err(f'mem must look like 128M or 1G, not {opts["mem"]!r}')
-                host.mem = opts['mem']
+            for key in ('mem', 'disk'):
+                if key in opts:
+                    if not MEM_RE.match(opts[key][0]):
+                        err(f'{key} must look like 128M or 1G, not {opts[key][0]!r}')
+                    setattr(host, key, opts[key][0])
             if 'timeout' in opts:
-                host.timeout = _seconds(opts['timeout'], err)
+                host.timeout = _seconds(opts['timeout'][0], err)
             hosts[hname] = host
 
         elif keyword == 'link':
@@ -165,10 +171,15 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'{head[1]!r} runs twice on host {hname!r}')
             if '/' in argv[0]:
                 err(f'program {argv[0]!r} must be a testcase name, not a path')
-            opts = _options(head[2:], {'timeout': 'SECONDS', 'background': ''}, err)
+            opts = _options(head[2:], {'timeout': 'SECONDS', 'background': '', 'env': 'KEY=VALUE'},
+                            err, repeatable=('env',))
             run = Run(suite, argv, background='background' in opts, part=part)
             if 'timeout' in opts:
-                run.timeout = _seconds(opts['timeout'], err)
+                run.timeout = _seconds(opts['timeout'][0], err)
+            for pair in opts.get('env', []):
+                if not re.match(r'^[A-Z_][A-Z0-9_]*=\S*$', pair):
+                    err(f'env must look like NAME=value, not {pair!r}')
+                run.env.append(pair)
             hosts[hname].runs.append(run)
 
         else:

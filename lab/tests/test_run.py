@@ -29,6 +29,15 @@ def test_run_script_starts_servers_first():
     assert "-- /opt/kevent/tcp_echo server 7000 1" in lines[srv]
 
 
+def test_disk_and_env_in_script_and_argv():
+    h = topology.parse('host a disk=64M\nrun a s env=X=/mnt/disk -- prog\n').hosts['a']
+    script = run.run_script(h)
+    assert 'mount -t ext4 /dev/ubda /mnt/disk' in script
+    assert 'env X=/mnt/disk lab_runner' in script
+    argv = run.uml_argv(Path('/k'), Path('/r'), h, 'u', Path('/t'), {}, Path('/lab'))
+    assert 'ubd0=/lab/a/disk.img' in argv
+
+
 def test_uml_argv():
     argv = run.uml_argv(Path('/k/linux'), Path('/k/root.cpio'), host(), 'lab-a', Path('/t/uml'),
                         {'net0': Path('/t/net0')}, Path('/r/lab'))

@@ -19,6 +19,12 @@ def test_default_lab_parses():
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
+def test_disk_and_env():
+    topo = topology.parse('host x disk=64M\nrun x s env=A=1 env=B_2=/x -- prog\n')
+    assert topo.hosts['x'].disk == '64M'
+    assert topo.hosts['x'].runs[0].env == ['A=1', 'B_2=/x']
+
+
 def test_options():
     topo = topology.parse('host x mem=256M timeout=90\nrun x s timeout=5 -- prog a "b c"\n')
     assert topo.hosts['x'].mem == '256M'
@@ -33,6 +39,9 @@ def test_options():
     ('host a\nhost a\n', 2, 'declared twice'),
     ('host a mem=lots\n', 1, 'mem must'),
     ('host a colour=red\n', 1, 'unknown option'),
+    ('host a mem=1M mem=2M\n', 1, 'given twice'),
+    ('host a disk=big\n', 1, 'disk must'),
+    ('host a\nrun a s env=lower=1 -- p\n', 2, 'env must'),
     ('host A\n', 1, 'bad host name'),
     ('host a\nlink a eth0 n 10.0.0.1\n', 2, 'prefix length'),
     ('host a\nlink a eth0 n 10.0.0.300/24\n', 2, 'bad address'),
