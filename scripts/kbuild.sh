@@ -8,6 +8,9 @@ set -u
 log=$1
 shift
 start=$(date +%s)
+# A parent `make -s` would silence kbuild through MAKEFLAGS, and the log
+# (and this progress) needs its lines; the caller passes -j itself.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 "$@" > "$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; exit 130' INT TERM

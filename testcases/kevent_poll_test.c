@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
@@ -287,6 +288,30 @@ TEST(a_queue_watches_a_queue)
 	EXPECT_EQ(KEVENT_RET_BROKEN, out.ret_flags & KEVENT_RET_BROKEN);
 	close(a);
 	close(c);
+}
+
+TEST(pty)
+{
+	int kq = kevent_init(), master = posix_openpt(O_RDWR | O_NOCTTY), slave;
+	struct ukevent uk, out;
+	char buf[64];
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(master, 0) TH_LOG("posix_openpt: %s (is devpts mounted?)", strerror(errno));
+	ASSERT_EQ(0, grantpt(master));
+	ASSERT_EQ(0, unlockpt(master));
+	slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+	ASSERT_GE(slave, 0);
+	uk = kpoll(master, KEVENT_POLL_POLLIN, 0);
+	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	EXPECT_EQ(0, kevent_wait(kq, &out, 1, 0));
+	ASSERT_EQ(6, write(slave, "hello\n", 6));
+	ASSERT_EQ(1, kevent_wait(kq, &out, 1, SOON));
+	EXPECT_EQ(KEVENT_POLL_POLLIN, out.ret_data[0] & KEVENT_POLL_POLLIN);
+	EXPECT_LT(0, read(master, buf, sizeof(buf)));
+	close(slave);
+	close(master);
+	close(kq);
 }
 
 struct writer {
