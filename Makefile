@@ -18,6 +18,8 @@ RESULTS    := $(B)/results
 KTAR       ?= /usr/src/linux-source-6.1.tar.xz
 KSRC       ?=
 LAB        ?= default
+# The labs `make test` runs besides LAB; their results go to build/results/labs/NAME.
+TEST_LABS  ?= star routed
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
@@ -90,9 +92,11 @@ rootfs: $(B)/rootfs.cpio
 
 # ---- running -----------------------------------------------------------------
 
+LAB_RESULTS ?= $(RESULTS)
+
 lab-run: $(B)/linux $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(B)/linux \
-		--rootfs $(B)/rootfs.cpio --results $(RESULTS)
+		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS)
 
 # One boot with no lab: the built-in KUnit suites run, and the kernel's own
 # kunit.py parses the console.
@@ -107,13 +111,17 @@ unit: | $(B)/.deps-ok
 # Everything a regression run needs. Each part runs even if an earlier one
 # failed; the last line counts all of them.
 test:
-	@rm -f $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json; \
+	@rm -rf $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json $(RESULTS)/labs; \
 	rc=0; \
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
 	echo "== build"; \
 	if $(MAKE) -s all; then \
 		echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
 		echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
+		for l in $(TEST_LABS); do \
+			echo "== lab $$l"; \
+			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l || rc=1; \
+		done; \
 	else \
 		echo "the build failed: KUnit and the lab did not run" >&2; rc=1; \
 	fi; \

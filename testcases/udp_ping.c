@@ -3,7 +3,7 @@
  * udp_ping: a UDP exchange across lab hosts, both ends driven by
  * KEVENT_SOCKET_RECV.
  *
- *   udp_ping server PORT            echo datagrams until an "END" one
+ *   udp_ping server PORT [CLIENTS]  echo datagrams until CLIENTS "END" ones
  *   udp_ping client ADDR PORT COUNT send COUNT numbered datagrams of varied
  *                                   sizes, check each reply
  */
@@ -41,8 +41,9 @@ static size_t fill(unsigned char *buf, uint32_t seq)
 	return len;
 }
 
-static void server(int port)
+static void server(int port, int clients)
 {
+	int ends = 0;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct ukevent uk[2] = { krecv(0), kevent_timer(DEADLINE_MS, 0, KEVENT_REQ_ONESHOT) };
 	unsigned long echoed = 0;
@@ -76,7 +77,7 @@ static void server(int port)
 				break;
 			sendto(s, buf, r, 0, (void *)&from, flen);
 			if (r == 3 && !memcmp(buf, "END", 3))
-				done = 1;
+				done = ++ends >= clients;
 			else
 				echoed++;
 		}
@@ -134,8 +135,15 @@ static void client(const char *addr, int port, uint32_t count)
 			break;
 		good++;
 	}
-	for (i = 0; i < 3; i++)
+	/* END until the server echoes it, so that it counts us once. */
+	for (i = 0; i < 50; i++) {
+		ssize_t r;
+
 		send(s, "END", 3, 0);
+		if (kevent_wait(kq, &ev, 1, 100) == 1 &&
+		    (r = recv(s, in, sizeof(in), 0)) == 3 && !memcmp(in, "END", 3))
+			break;
+	}
 	ksft_print_msg("%u of %u answered, %u resent, %u late duplicates, %u wrong\n",
 		       good, count, resent, dup, bad);
 	ksft_test_result(good == count, "all_replies_verified\n");
@@ -146,10 +154,10 @@ static void client(const char *addr, int port, uint32_t count)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && !strcmp(argv[1], "server"))
-		server(atoi(argv[2]));
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "server"))
+		server(atoi(argv[2]), argc == 4 ? atoi(argv[3]) : 1);
 	if (argc == 5 && !strcmp(argv[1], "client"))
 		client(argv[2], atoi(argv[3]), strtoul(argv[4], NULL, 0));
-	fprintf(stderr, "usage: %s server PORT | client ADDR PORT COUNT\n", argv[0]);
+	fprintf(stderr, "usage: %s server PORT [CLIENTS] | client ADDR PORT COUNT\n", argv[0]);
 	return 2;
 }

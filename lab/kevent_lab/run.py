@@ -61,6 +61,10 @@ def run_script(host: Host) -> str:
     for link in host.links:
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
+    for net, gw in host.routes:
+        lines.append(f'ip route add {net} via {gw}')
+    if host.forward:
+        lines.append('echo 1 > /proc/sys/net/ipv4/ip_forward')
     if host.disk:
         lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk')
     lines.append(f'cd /lab/{host.name}')
@@ -79,6 +83,10 @@ def run_script(host: Host) -> str:
     for run in host.runs:
         if not run.background:
             lines.append(runner(run))
+    if not host.runs:
+        # A router or other service host: up until the lab driver ends it.
+        lines.append('echo "lab: serving until the other hosts are done"')
+        lines.append('while :; do sleep 3600; done')
     lines.append('wait')
     return '\n'.join(lines) + '\n'
 
@@ -133,6 +141,15 @@ def boot_and_wait(hosts: list[HostRun], start_host, sup: Supervisor, say) -> Non
                 continue
             alive += 1
         if not alive:
+            return
+        # Hosts without testcases (routers) serve the others: end them
+        # once every host with testcases has ended.
+        if all(hr.ended_s is not None for hr in hosts if hr.host.runs):
+            for hr in hosts:
+                if hr.ended_s is None:
+                    hr.child.kill()
+                    hr.ended_s = time.monotonic() - hr.started
+                    say(f'{hr.host.name}: stopped, the hosts it served are done')
             return
         time.sleep(0.1)
 

@@ -55,7 +55,9 @@ class Host:
     mem: str = '128M'
     timeout: int = 300
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
+    forward: bool = False   # routes IPv4 between its interfaces
     links: list[Link] = field(default_factory=list)
+    routes: list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
 
 
@@ -119,8 +121,9 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'bad host name {hname!r} (lower case letters, digits, - and _, at most 16)')
             if hname in hosts:
                 err(f'host {hname!r} is declared twice')
-            opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE'}, err)
-            host = Host(hname)
+            opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE',
+                                       'forward': ''}, err)
+            host = Host(hname, forward='forward' in opts)
             for key in ('mem', 'disk'):
                 if key in opts:
                     if not MEM_RE.match(opts[key][0]):
@@ -153,6 +156,24 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             addresses[str(address.ip)] = lineno
             hosts[hname].links.append(Link(iface, segment, address))
 
+        elif keyword == 'route':
+            if len(args) != 3:
+                err('route needs: HOST NETWORK/PREFIX GATEWAY')
+            hname, net, gw = args
+            if hname not in hosts:
+                err(f'route names host {hname!r}, which is not declared above')
+            try:
+                network = ipaddress.IPv4Network(net)
+            except ValueError:
+                err(f'bad network {net!r} (expected like 10.42.2.0/24, host bits zero)')
+            try:
+                gateway = ipaddress.IPv4Address(gw)
+            except ValueError:
+                err(f'bad gateway {gw!r}')
+            if not any(gateway in link.address.network for link in hosts[hname].links):
+                err(f'gateway {gateway} is on none of host {hname!r}\'s links (declare the link first)')
+            hosts[hname].routes.append((network, gateway))
+
         elif keyword == 'run':
             if '--' not in args:
                 err('run needs: HOST SUITE [timeout=S] [background] -- PROGRAM [ARGS...]')
@@ -183,7 +204,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].runs.append(run)
 
         else:
-            err(f'unknown keyword {keyword!r} (expected host, link or run)')
+            err(f'unknown keyword {keyword!r} (expected host, link, route or run)')
 
     if not hosts:
         raise TopologyError(path, 0, 'no hosts declared')

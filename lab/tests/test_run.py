@@ -38,6 +38,18 @@ def test_disk_and_env_in_script_and_argv():
     assert 'ubd0=/lab/a/disk.img' in argv
 
 
+def test_service_host_waits_and_routes():
+    topo = topology.parse('host r forward\nhost a\nlink a eth0 n 10.42.1.1/24\n'
+                          'link r eth0 n 10.42.1.254/24\nroute a 10.42.2.0/24 10.42.1.254\n'
+                          'run a s -- p\n')
+    r = run.run_script(topo.hosts['r'])
+    assert 'echo 1 > /proc/sys/net/ipv4/ip_forward' in r
+    assert 'while :; do sleep 3600; done' in r
+    a = run.run_script(topo.hosts['a'])
+    assert 'ip route add 10.42.2.0/24 via 10.42.1.254' in a
+    assert 'sleep 3600' not in a
+
+
 def test_uml_argv():
     argv = run.uml_argv(Path('/k/linux'), Path('/k/root.cpio'), host(), 'lab-a', Path('/t/uml'),
                         {'net0': Path('/t/net0')}, Path('/r/lab'))

@@ -19,6 +19,17 @@ def test_default_lab_parses():
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
+@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3)])
+def test_shipped_labs_parse(name, hosts):
+    topo = topology.load(LABS / name / 'lab.conf')
+    assert len(topo.hosts) == hosts
+
+
+def test_routes():
+    topo = topology.parse('host a\nlink a eth0 n 10.42.1.1/24\nroute a 10.42.2.0/24 10.42.1.254\n')
+    assert [(str(n), str(g)) for n, g in topo.hosts['a'].routes] == [('10.42.2.0/24', '10.42.1.254')]
+
+
 def test_disk_and_env():
     topo = topology.parse('host x disk=64M\nrun x s env=A=1 env=B_2=/x -- prog\n')
     assert topo.hosts['x'].disk == '64M'
@@ -56,6 +67,9 @@ def test_options():
     ('host a\nrun a s timeout=0 -- p\n', 2, 'timeout must'),
     ('host a\nrun a s "unclosed -- p\n', 2, 'quotation'),
     ('# nothing\n', 0, 'no hosts'),
+    ('host a\nroute a 10.42.2.0/24 10.42.1.254\n', 2, 'on none of host'),
+    ('host a\nlink a eth0 n 10.42.1.1/24\nroute a 10.42.2.1/24 10.42.1.254\n', 3, 'bad network'),
+    ('host a\nroute a 10.42.2.0/24\n', 2, 'route needs'),
 ])
 def test_errors_name_file_and_line(text, line, words):
     with pytest.raises(topology.TopologyError) as e:
