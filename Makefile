@@ -18,8 +18,9 @@ RESULTS    := $(B)/results
 KTAR       ?= /usr/src/linux-source-6.1.tar.xz
 KSRC       ?=
 LAB        ?= default
-# The labs `make test` runs besides LAB; their results go to build/results/labs/NAME.
-TEST_LABS  ?= star routed
+# The labs `make test` runs besides LAB, each checked against its signature
+# (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
+TEST_LABS  ?= star routed crash
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
@@ -96,7 +97,7 @@ LAB_RESULTS ?= $(RESULTS)
 
 lab-run: $(B)/linux $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(B)/linux \
-		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS)
+		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS) $(if $(EXPECT),--expect)
 
 # One boot with no lab: the built-in KUnit suites run, and the kernel's own
 # kunit.py parses the console.
@@ -120,7 +121,7 @@ test:
 		echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
 		for l in $(TEST_LABS); do \
 			echo "== lab $$l"; \
-			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l || rc=1; \
+			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \
 		done; \
 	else \
 		echo "the build failed: KUnit and the lab did not run" >&2; rc=1; \

@@ -72,8 +72,10 @@ def _close(frame: _Frame) -> list[Result]:
     """The results of a finished frame, with a failure for missing ones."""
     results = list(frame.results)
     if frame.plan is not None and len(results) < frame.plan:
+        # Named the same as output without a plan, so a crash reads alike
+        # however much of the output made it to disk.
         results.append(Result(
-            '(incomplete)', 'fail', None,
+            '(incomplete)' if results else '(no results)', 'fail', None,
             f'plan was 1..{frame.plan} but only {len(results)} results arrived: '
             'the output ended early (crash, hang or kill?)'))
     return results

@@ -167,7 +167,7 @@ def prefix_of(run) -> str:
     return f'{run.part}.' if run.part else ''
 
 
-def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
+def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResult:
     host = hr.host
     text = hr.console.read_text(errors='replace') if hr.console.exists() else ''
     result = HostResult(host.name, str(hr.console), hr.userspace_s, hr.ended_s)
@@ -184,6 +184,8 @@ def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
                                     suite.duration_s, suite.message))
 
     trouble = console_trouble(text)
+    if trouble and decode_hint:
+        trouble += '\n' + decode_hint.format(console=hr.console)
     tests.append(TestRecord(host.name, 'kernel', 'console_clean', 'fail' if trouble else 'pass',
                             None, 'the console shows kernel trouble:\n' + trouble if trouble else ''))
     if hr.userspace_s is None:
@@ -218,7 +220,7 @@ def collect_host(hr: HostRun, run_dir: Path) -> HostResult:
 
 
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
-            say=print) -> list[HostResult]:
+            say=print, decode_hint: str = '') -> list[HostResult]:
     for what, path in (('kernel', kernel), ('rootfs', rootfs)):
         if not path.exists():
             raise FileNotFoundError(f'no {what} at {path}: run make first')
@@ -268,7 +270,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
         for s, handler in old.items():
             signal.signal(s, handler)
         say(f'teardown took {time.monotonic() - t1:.2f} s')
-    return [collect_host(hr, run_dir) for hr in hosts]
+    return [collect_host(hr, run_dir, decode_hint) for hr in hosts]
 
 
 def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> bool:

@@ -84,7 +84,8 @@ def test_collect_good_host(tmp_path):
 
 def test_collect_panic_before_userspace(tmp_path):
     hr = hostrun(tmp_path, 'console_no_userspace.log', userspace=None)
-    res = run.collect_host(hr, tmp_path / 'lab')
+    res = run.collect_host(hr, tmp_path / 'lab', 'decode: x.sh < {console}')
+    assert 'decode: x.sh < ' + str(hr.console) in by_name(res)[('kernel', 'console_clean')].message
     tests = by_name(res)
     assert tests[('kernel', 'reached_userspace')].status == 'fail'
     clean = tests[('kernel', 'console_clean')]
