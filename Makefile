@@ -113,18 +113,16 @@ unit: | $(B)/.deps-ok
 # failed; the last line counts all of them.
 test:
 	@rm -rf $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json $(RESULTS)/labs; \
-	rc=0; \
+	rc=0; built=1; \
+	echo "== build"; $(MAKE) -s all || { built=0; rc=1; echo "the build failed: KUnit and the labs do not run" >&2; }; \
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
-	echo "== build"; \
-	if $(MAKE) -s all; then \
+	if [ $$built = 1 ]; then \
 		echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
 		echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
 		for l in $(TEST_LABS); do \
 			echo "== lab $$l"; \
 			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \
 		done; \
-	else \
-		echo "the build failed: KUnit and the lab did not run" >&2; rc=1; \
 	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
 	exit $$rc
