@@ -5,9 +5,10 @@
 # kernel's merge_config.sh, then a check that every option the fragments
 # ask for made it into the final .config (merge_config.sh only warns).
 set -eu
-src=$1 obj=$2
+src=$(cd "$1" && pwd)
+mkdir -p "$2"
+obj=$(cd "$2" && pwd)
 shift 2
-mkdir -p "$obj"
 make -s -C "$src" O="$obj" ARCH=um defconfig >/dev/null
 ARCH=um "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$@" >"$obj/merge_config.log"
 make -s -C "$src" O="$obj" ARCH=um olddefconfig >/dev/null
