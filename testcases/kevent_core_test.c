@@ -27,24 +27,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* Number of kevents on queue @fd, as /proc/self/fdinfo tells. */
-static int queued(int fd)
-{
-	char path[64], line[256];
-	int n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "kevents: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
-
 FIXTURE(queue) {
 	int fd;
 };
@@ -80,7 +62,7 @@ TEST(init_gives_pollable_fd)
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
-	EXPECT_EQ(0, queued(fd));
+	EXPECT_EQ(0, kevent_queued(fd));
 	EXPECT_EQ(0, close(fd));
 }
 
@@ -92,7 +74,7 @@ TEST_F(queue, unknown_cmd_is_einval)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, kevent_cmd(self->fd, 0x80000000u, &uk, 1, 0));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 }
 
 TEST_F(queue, bad_control_pointer_is_efault)
@@ -121,7 +103,7 @@ TEST_F(queue, array_past_end_of_mapping_is_efault)
 	memcpy(end, &ctl, sizeof(ctl));
 	EXPECT_EQ(-1, sys_kevent_ctl(self->fd, end));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	munmap(map, 4096);
 }
 
@@ -138,7 +120,7 @@ TEST_F(queue, read_only_array_is_efault_and_adds_nothing)
 	ASSERT_EQ(0, mprotect(map, 4096, PROT_READ));
 	EXPECT_EQ(-1, sys_kevent_ctl(self->fd, map));
 	EXPECT_EQ(EFAULT, errno);
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	munmap(map, 4096);
 }
 
@@ -163,9 +145,9 @@ TEST_F(queue, num_at_limit_is_accepted)
 	for (i = 0; i < KEVENT_CTL_MAX_NUM; i++)
 		uk[i] = kevent_timer(100000, i, 0);
 	EXPECT_EQ(KEVENT_CTL_MAX_NUM, kevent_add(self->fd, uk, KEVENT_CTL_MAX_NUM));
-	EXPECT_EQ(KEVENT_CTL_MAX_NUM, queued(self->fd));
+	EXPECT_EQ(KEVENT_CTL_MAX_NUM, kevent_queued(self->fd));
 	EXPECT_EQ(KEVENT_CTL_MAX_NUM, kevent_remove(self->fd, uk, KEVENT_CTL_MAX_NUM));
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	free(uk);
 }
 
@@ -204,7 +186,7 @@ TEST_F(queue, unknown_type_comes_back_broken)
 	EXPECT_EQ(EINVAL, uk[1].ret_data[0]);
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk[2].ret_flags);
 	EXPECT_EQ(EINVAL, uk[2].ret_data[0]);
-	EXPECT_EQ(1, queued(self->fd));
+	EXPECT_EQ(1, kevent_queued(self->fd));
 }
 
 TEST_F(queue, unbuilt_type_is_eopnotsupp)
@@ -238,7 +220,7 @@ TEST_F(queue, bad_requests_come_back_broken)
 	EXPECT_EQ(0, uk[2].ret_flags);
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk[3].ret_flags);
 	EXPECT_EQ(EEXIST, uk[3].ret_data[0]);
-	EXPECT_EQ(1, queued(self->fd));
+	EXPECT_EQ(1, kevent_queued(self->fd));
 }
 
 TEST_F(queue, remove_unknown_is_enoent)
@@ -250,7 +232,7 @@ TEST_F(queue, remove_unknown_is_enoent)
 	EXPECT_EQ(0, uk[0].ret_flags);
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk[1].ret_flags);
 	EXPECT_EQ(ENOENT, uk[1].ret_data[0]);
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	EXPECT_EQ(0, kevent_modify(self->fd, uk, 1));
 	EXPECT_EQ(ENOENT, uk[0].ret_data[0]);
 }
@@ -268,7 +250,7 @@ TEST_F(queue, modify_changes_user_data_and_flags)
 	EXPECT_EQ(0x1234, out[0].user[0]);
 	EXPECT_EQ(0x5678, out[0].user[1]);
 	/* Now oneshot: removed after this delivery. */
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	uk.event = 0;
 	EXPECT_EQ(0, kevent_modify(self->fd, &uk, 1));
 }
@@ -321,7 +303,7 @@ TEST_F(queue, wait_bad_output_pointer_keeps_the_event)
 	EXPECT_EQ(EFAULT, errno);
 	/* The event was not lost. */
 	EXPECT_EQ(1, kevent_wait(self->fd, &out, 1, 0));
-	EXPECT_EQ(0, queued(self->fd));
+	EXPECT_EQ(0, kevent_queued(self->fd));
 	munmap(map, 4096);
 }
 
@@ -365,7 +347,7 @@ TEST(queue_lives_until_last_close)
 	ASSERT_GE(fd2, 0);
 	close(fd);
 	EXPECT_EQ(1, kevent_wait(fd2, &out, 1, 2000));
-	EXPECT_EQ(1, queued(fd2));
+	EXPECT_EQ(1, kevent_queued(fd2));
 	close(fd2);
 }
 

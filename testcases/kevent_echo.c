@@ -31,6 +31,8 @@
 #define MAX_FD		1024
 #define HIGH_WATER	(256 * 1024)
 
+#define ksock(fd, event) kevent_fd(fd, KEVENT_SOCKET, event, 0)
+
 static unsigned char pattern(unsigned int client, uint64_t i)
 {
 	return (unsigned char)(i * 31 + (i >> 11) + client * 97 + 5);
@@ -47,17 +49,6 @@ struct conn {
 
 static struct conn conns[MAX_FD];
 static unsigned long n_accept, n_recv, n_send;
-
-static struct ukevent ksock(int fd, unsigned int event)
-{
-	struct ukevent uk;
-
-	memset(&uk, 0, sizeof(uk));
-	uk.id.raw[0] = fd;
-	uk.type = KEVENT_SOCKET;
-	uk.event = event;
-	return uk;
-}
 
 static void set_mask(int kq, int fd, unsigned int mask)
 {

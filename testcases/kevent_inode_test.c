@@ -20,17 +20,7 @@
 #define SOON 5000
 #define NEVER 100
 
-static struct ukevent kinode(int fd, unsigned int event, unsigned int req_flags)
-{
-	struct ukevent uk;
-
-	memset(&uk, 0, sizeof(uk));
-	uk.id.raw[0] = fd;
-	uk.type = KEVENT_INODE;
-	uk.event = event;
-	uk.req_flags = req_flags;
-	return uk;
-}
+#define kinode(fd, event, flags) kevent_fd(fd, KEVENT_INODE, event, flags)
 
 FIXTURE(dir) {
 	char path[256];

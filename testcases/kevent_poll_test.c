@@ -23,34 +23,7 @@
 #define SOON 5000	/* ms: "it arrives" */
 #define NEVER 100	/* ms: "it does not arrive" */
 
-static struct ukevent kpoll(int fd, unsigned int event, unsigned int req_flags)
-{
-	struct ukevent uk;
-
-	memset(&uk, 0, sizeof(uk));
-	uk.id.raw[0] = fd;
-	uk.type = KEVENT_POLL;
-	uk.event = event;
-	uk.req_flags = req_flags;
-	return uk;
-}
-
-static int queued(int fd)
-{
-	char path[64], line[256];
-	int n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "kevents: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
+#define kpoll(fd, event, flags) kevent_fd(fd, KEVENT_POLL, event, flags)
 
 FIXTURE(pipe) {
 	int kq;
@@ -100,7 +73,7 @@ TEST_F(pipe, level_triggered_until_drained)
 	ASSERT_EQ(3, read(self->p[0], buf, sizeof(buf)));
 	/* Drained: never again, however long we wait. */
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
-	EXPECT_EQ(1, queued(self->kq));
+	EXPECT_EQ(1, kevent_queued(self->kq));
 }
 
 TEST_F(pipe, one_event_per_wait_for_one_kevent)
@@ -121,7 +94,7 @@ TEST_F(pipe, oneshot_is_delivered_once_and_removed)
 	ASSERT_EQ(1, write(self->p[1], "x", 1));
 	EXPECT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
-	EXPECT_EQ(0, queued(self->kq));
+	EXPECT_EQ(0, kevent_queued(self->kq));
 }
 
 TEST_F(pipe, pollout_is_ready_at_add)
@@ -181,7 +154,7 @@ TEST_F(pipe, closing_the_watched_fd_breaks_the_kevent)
 	EXPECT_EQ(KEVENT_RET_BROKEN | KEVENT_RET_DONE, out.ret_flags);
 	EXPECT_EQ(EBADF, out.ret_data[0]);
 	/* Broken kevents are removed after delivery. */
-	EXPECT_EQ(0, queued(self->kq));
+	EXPECT_EQ(0, kevent_queued(self->kq));
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
 	/* A write to the pipe now reaches nothing (the writer gets EPIPE). */
 }

@@ -18,17 +18,7 @@
 #define SOON 5000
 #define NEVER 100
 
-static struct ukevent ksock(int fd, unsigned int event, unsigned int req_flags)
-{
-	struct ukevent uk;
-
-	memset(&uk, 0, sizeof(uk));
-	uk.id.raw[0] = fd;
-	uk.type = KEVENT_SOCKET;
-	uk.event = event;
-	uk.req_flags = req_flags;
-	return uk;
-}
+#define ksock(fd, event, flags) kevent_fd(fd, KEVENT_SOCKET, event, flags)
 
 /* A listening TCP socket on loopback, its port in *port. */
 static int tcp_listener(int *port)
@@ -165,6 +155,7 @@ TEST(accept_reports_the_queue_length)
 TEST(tcp_recv_send_and_error)
 {
 	int kq = kevent_init(), port, ls = tcp_listener(&port), c, a;
+	struct linger lg = { 1, 0 };	/* close with a reset */
 	struct ukevent uk[2], out[2];
 	char buf[4];
 
@@ -182,12 +173,8 @@ TEST(tcp_recv_send_and_error)
 	ASSERT_EQ(3, read(a, buf, sizeof(buf)));
 
 	/* A reset: RECV, with the pending error in ret_data[1]. */
-	{
-		struct linger lg = { 1, 0 };
-
-		setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		close(c);
-	}
+	ASSERT_EQ(0, setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(c);
 	ASSERT_EQ(1, kevent_wait(kq, out, 1, SOON));
 	EXPECT_EQ(KEVENT_SOCKET_RECV, out[0].ret_data[0]);
 	EXPECT_EQ(ECONNRESET, out[0].ret_data[1]);

@@ -20,16 +20,7 @@
 
 #define DEADLINE_MS	60000
 
-static struct ukevent krecv(int fd)
-{
-	struct ukevent uk;
-
-	memset(&uk, 0, sizeof(uk));
-	uk.id.raw[0] = fd;
-	uk.type = KEVENT_SOCKET;
-	uk.event = KEVENT_SOCKET_RECV;
-	return uk;
-}
+#define krecv(fd) kevent_fd(fd, KEVENT_SOCKET, KEVENT_SOCKET_RECV, 0)
 
 static size_t fill(unsigned char *buf, uint32_t seq)
 {

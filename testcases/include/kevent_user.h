@@ -11,6 +11,7 @@
 #define KEVENT_USER_H
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -102,6 +103,38 @@ static inline struct ukevent kevent_timer(unsigned int period_ms,
 	uk.event = KEVENT_TIMER_FIRED;
 	uk.req_flags = req_flags;
 	return uk;
+}
+
+/* A request on file descriptor @fd: KEVENT_POLL, KEVENT_SOCKET or KEVENT_INODE. */
+static inline struct ukevent kevent_fd(int fd, unsigned int type,
+				       unsigned int event, unsigned int req_flags)
+{
+	struct ukevent uk;
+
+	memset(&uk, 0, sizeof(uk));
+	uk.id.raw[0] = fd;
+	uk.type = type;
+	uk.event = event;
+	uk.req_flags = req_flags;
+	return uk;
+}
+
+/* How many kevents queue @kq holds, as /proc/self/fdinfo says; -1 if unknown. */
+static inline int kevent_queued(int kq)
+{
+	char path[64], line[256];
+	int n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", kq);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "kevents: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
 }
 
 #endif /* KEVENT_USER_H */
