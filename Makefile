@@ -30,7 +30,7 @@ KMAKE       = $(MAKE) -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
 # Debian's python3 (python3-pytest is installed for it), not a pyenv one.
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run kunit \
+.PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
 	unit test bench kernel-dev kernel-export checkpatch clean distclean help
 
 all: $(B)/linux $(B)/rootfs.cpio
@@ -151,6 +151,9 @@ checkpatch: $(B)/.tree
 
 clean:
 	rm -rf $(RESULTS) $(B)/lab $(B)/testcases $(B)/rootfs.cpio*
+
+lab-clean:
+	@$(PYTHON) lab/labctl clean --results $(RESULTS)
 
 distclean:
 	rm -rf $(B)

@@ -246,12 +246,14 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     old = {s: signal.signal(s, _stop_on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     hosts = [HostRun(h, results / f'{h.name}.console.log') for h in topo.hosts.values()]
     t0 = time.monotonic()
+    phases: dict[str, float] = {}
     try:
         sockets = {}
         for seg in topo.segments:
             sockets[seg] = tmp / seg
             start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log')
-        say(f'{len(sockets)} segment(s) up in {time.monotonic() - t0:.2f} s')
+        phases['switches'] = time.monotonic() - t0
+        say(f'{len(sockets)} segment(s) up in {phases["switches"]:.2f} s')
 
         def start_host(hr: HostRun) -> Child:
             out = open(hr.console, 'wb')
@@ -269,8 +271,23 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
         shutil.rmtree(tmp, ignore_errors=True)
         for s, handler in old.items():
             signal.signal(s, handler)
-        say(f'teardown took {time.monotonic() - t1:.2f} s')
-    return [collect_host(hr, run_dir, decode_hint) for hr in hosts]
+        phases['teardown'] = time.monotonic() - t1
+    t2 = time.monotonic()
+    collected = [collect_host(hr, run_dir, decode_hint) for hr in hosts]
+    phases['collect'] = time.monotonic() - t2
+    say(phase_line(hosts, phases))
+    return collected
+
+
+def phase_line(hosts: list[HostRun], phases: dict[str, float]) -> str:
+    """Where the time went: switches, boot to userspace, tests, teardown, collect."""
+    booted = [hr.userspace_s for hr in hosts if hr.userspace_s is not None]
+    ended = [hr.ended_s for hr in hosts if hr.ended_s is not None]
+    boot = max(booted) if booted else 0.0
+    tests = max(ended) - boot if ended else 0.0
+    return (f'phases: switches {phases.get("switches", 0):.2f} s, boot {boot:.2f} s '
+            f'(slowest host to userspace), tests {tests:.2f} s, '
+            f'teardown {phases.get("teardown", 0):.2f} s, collect {phases.get("collect", 0):.2f} s')
 
 
 def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> bool:

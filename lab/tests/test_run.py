@@ -122,6 +122,14 @@ def test_exit_status_counts(tmp_path):
     assert 'status=3' in tests[('core', '(exit)')].message
 
 
+def test_phase_line():
+    a = run.HostRun(host(), Path('/x'), userspace_s=0.4, ended_s=9.5)
+    b = run.HostRun(host(), Path('/y'), userspace_s=0.6, ended_s=10.0)
+    line = run.phase_line([a, b], {'switches': 0.02, 'teardown': 0.05, 'collect': 0.1})
+    assert line == ('phases: switches 0.02 s, boot 0.60 s (slowest host to userspace), '
+                    'tests 9.40 s, teardown 0.05 s, collect 0.10 s')
+
+
 def test_console_trouble_patterns():
     assert run.console_trouble('fine\nall good\n') == ''
     assert 'BUG: KASAN' in run.console_trouble('x\n[ 1.0] BUG: KASAN: use-after-free in foo\n')
