@@ -55,9 +55,9 @@ def make_disk(path: Path, size: str) -> None:
         raise RuntimeError(f'mkfs.ext4 {path}: {proc.stderr.strip()}')
 
 
-def run_script(host: Host) -> str:
-    """The shell script the host's /init runs from /lab/HOST/run.sh."""
-    lines = ['# Written by the lab driver for this run; runs inside the guest.', 'set -u']
+def setup_lines(host: Host) -> list[str]:
+    """Shell lines that bring a host's network and disk up."""
+    lines = ['set -u']
     for link in host.links:
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
@@ -67,6 +67,13 @@ def run_script(host: Host) -> str:
         lines.append('echo 1 > /proc/sys/net/ipv4/ip_forward')
     if host.disk:
         lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk')
+    return lines
+
+
+def run_script(host: Host) -> str:
+    """The shell script the host's /init runs from /lab/HOST/run.sh."""
+    lines = ['# Written by the lab driver for this run; runs inside the guest.']
+    lines += setup_lines(host)
     lines.append(f'cd /lab/{host.name}')
 
     def runner(run) -> str:

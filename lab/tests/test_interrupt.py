@@ -43,3 +43,46 @@ def test_ctrl_c_stops_everything(tmp_path):
     assert proc.returncode == 130, out
     time.sleep(0.5)
     assert lab_processes('kevent-lab-default-') == []
+
+
+def labctl(*args, **kw):
+    return subprocess.run([sys.executable, str(TOP / 'lab' / 'labctl'), *args],
+                          capture_output=True, text=True, timeout=90, **kw)
+
+
+@pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()), reason='kernel and rootfs not built')
+def test_start_exec_console_crash():
+    import pty
+
+    assert labctl('start', 'pair').returncode == 0
+    try:
+        st = labctl('status', 'pair')
+        assert 'server: pid' in st.stdout and 'ready' in st.stdout, st.stdout
+        ex = labctl('exec', '--lab', 'pair', 'server', '--', 'hostname')
+        assert (ex.returncode, ex.stdout) == (0, 'server\n'), ex
+        ex = labctl('exec', '--lab', 'pair', 'client', '--', 'ping -c 1 -W 5 10.42.0.1 >/dev/null; exit 3')
+        assert ex.returncode == 3, ex
+        # The console, as a person would use it: type, read, leave with Ctrl-].
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(sys.executable, [sys.executable, str(TOP / 'lab' / 'labctl'),
+                                      'console', '--lab', 'pair', 'client'])
+        import select
+        time.sleep(1)
+        os.write(fd, b'echo hello-from-$(hostname)\n')
+        seen, deadline = b'', time.monotonic() + 20
+        while b'hello-from-client' not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+        os.write(fd, b'\x1d')
+        _, status = os.waitpid(pid, 0)
+        assert b'hello-from-client' in seen, seen
+        assert os.WEXITSTATUS(status) == 0
+    finally:
+        crashed = labctl('crash', 'pair')
+    assert crashed.returncode == 0, crashed
+    assert lab_processes('kevent-lab-pair-') == []
+    assert labctl('status', 'pair').returncode != 0
