@@ -4,6 +4,7 @@
 #   make lab-run [LAB=default]   build what is missing, run a lab
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
+#   make lab-start|lab-status|lab-stop|lab-crash [LAB=...]   a lab left running
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
 #        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
@@ -31,6 +32,7 @@ KMAKE       = $(MAKE) -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
+	lab-start lab-status lab-stop lab-crash \
 	unit test bench kernel-dev kernel-export checkpatch clean distclean help
 
 all: $(B)/linux $(B)/rootfs.cpio
@@ -154,6 +156,13 @@ clean:
 
 lab-clean:
 	@$(PYTHON) lab/labctl clean --results $(RESULTS)
+
+# A lab left running: make lab-start LAB=star, then lab/labctl console|exec.
+lab-start: $(B)/linux $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl start $(LAB)
+
+lab-status lab-stop lab-crash:
+	@$(PYTHON) lab/labctl $(@:lab-%=%) $(LAB)
 
 distclean:
 	rm -rf $(B)
