@@ -4,6 +4,7 @@ Needs the built kernel and rootfs (make builds them before it runs these
 tests); skipped, and said so, without them.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -17,10 +18,28 @@ TOP = Path(__file__).resolve().parents[2]
 KERNEL, ROOTFS = TOP / 'build' / 'linux', TOP / 'build' / 'rootfs.cpio'
 
 
-def lab_processes(tag: str) -> list[str]:
-    out = subprocess.run(['ps', '-eo', 'pid,args'], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if tag in line and ('vde_switch' in line or 'linux' in line or 'slirp' in line)]
+def live_processes() -> list[tuple[int, int, int]]:
+    """(pid, ppid, session) of every process that is not a zombie."""
+    out = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    fields = f.read().rsplit(')', 1)[-1].split()
+            except OSError:
+                continue
+            if fields[0] != 'Z':
+                out.append((int(entry), int(fields[1]), int(fields[3])))
+    return out
+
+
+def sessions_of_children(pid: int) -> set[int]:
+    """The sessions the lab driver @pid started its processes in."""
+    return {sid for p, ppid, sid in live_processes() if ppid == pid and sid == p}
+
+
+def in_sessions(sessions: set[int]) -> list[int]:
+    return [p for p, _, sid in live_processes() if sid in sessions]
 
 
 @pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()), reason='kernel and rootfs not built')
@@ -37,12 +56,14 @@ def test_ctrl_c_stops_everything(tmp_path):
         seen += proc.stdout.readline()
     assert 'booting' in seen, seen
     time.sleep(1)
-    assert lab_processes('kevent-lab-default-'), 'the lab was not running'
+    # Its own processes only: other labs may run at the same time.
+    sessions = sessions_of_children(proc.pid)
+    assert len(sessions) >= 3, 'the lab was not running (a switch and two hosts)'
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, out
     time.sleep(0.5)
-    assert lab_processes('kevent-lab-default-') == []
+    assert in_sessions(sessions) == []
 
 
 def labctl(*args, **kw):
@@ -55,6 +76,8 @@ def test_start_exec_console_crash():
     import pty
 
     assert labctl('start', 'pair').returncode == 0
+    state = json.loads((TOP / 'build' / 'lab' / 'pair' / 'state.json').read_text())
+    sessions = {state['pid'], *state['switches'], *(h['pid'] for h in state['hosts'].values())}
     try:
         st = labctl('status', 'pair')
         assert 'server: pid' in st.stdout and 'ready' in st.stdout, st.stdout
@@ -84,5 +107,5 @@ def test_start_exec_console_crash():
     finally:
         crashed = labctl('crash', 'pair')
     assert crashed.returncode == 0, crashed
-    assert lab_processes('kevent-lab-pair-') == []
+    assert in_sessions(sessions) == []
     assert labctl('status', 'pair').returncode != 0
