@@ -70,10 +70,12 @@ def setup_lines(host: Host) -> list[str]:
     return lines
 
 
-def run_script(host: Host) -> str:
+def run_script(host: Host, startup: str = '') -> str:
     """The shell script the host's /init runs from /lab/HOST/run.sh."""
     lines = ['# Written by the lab driver for this run; runs inside the guest.']
     lines += setup_lines(host)
+    if startup:
+        lines.append(startup.rstrip('\n'))
     lines.append(f'cd /lab/{host.name}')
 
     def runner(run) -> str:
@@ -227,7 +229,7 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
 
 
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
-            say=print, decode_hint: str = '') -> list[HostResult]:
+            say=print, decode_hint: str = '', labdir: Path | None = None) -> list[HostResult]:
     for what, path in (('kernel', kernel), ('rootfs', rootfs)):
         if not path.exists():
             raise FileNotFoundError(f'no {what} at {path}: run make first')
@@ -239,7 +241,9 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     results.mkdir(parents=True, exist_ok=True)
     for host in topo.hosts.values():
         (run_dir / host.name).mkdir(parents=True)
-        (run_dir / host.name / 'run.sh').write_text(run_script(host))
+        startup = labdir / f'{host.name}.startup' if labdir else None
+        (run_dir / host.name / 'run.sh').write_text(run_script(
+            host, startup.read_text() if startup and startup.exists() else ''))
         if host.disk:
             make_disk(run_dir / host.name / 'disk.img', host.disk)
         for stale in results.glob(f'{host.name}.*'):

@@ -50,6 +50,12 @@ def test_service_host_waits_and_routes():
     assert 'sleep 3600' not in a
 
 
+def test_startup_runs_after_network_before_tests():
+    lines = run.run_script(host(), 'echo startup-of-a\n').splitlines()
+    assert lines.index('echo startup-of-a') > lines.index('ip addr add 10.42.0.1/24 dev eth0')
+    assert lines.index('echo startup-of-a') < [i for i, l in enumerate(lines) if 'lab_runner' in l][0]
+
+
 def test_uml_argv():
     argv = run.uml_argv(Path('/k/linux'), Path('/k/root.cpio'), host(), 'lab-a', Path('/t/uml'),
                         {'net0': Path('/t/net0')}, Path('/r/lab'))
