@@ -213,7 +213,7 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
             continue
         rl = ktap.parse_runner_log(log.read_text(errors='replace'))
         shutil.copy(log, Path(result.console).with_name(f'{host.name}.{run.key}.log'))
-        prefix = f'{run.part}.' if run.part else ''
+        prefix = prefix_of(run)
         leaves = [(prefix + p, r) for top in rl.results for p, r in
                   (top.leaves(top.name) if top.children else [(top.name, top)])]
         for path, leaf in leaves:
