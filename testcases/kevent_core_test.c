@@ -189,16 +189,17 @@ TEST_F(queue, unknown_type_comes_back_broken)
 	EXPECT_EQ(1, kevent_queued(self->fd));
 }
 
-TEST_F(queue, unbuilt_type_is_eopnotsupp)
+TEST_F(queue, naio_add_is_einval)
 {
 	struct ukevent uk = kevent_timer(10, 0, 0);
 
-	/* KEVENT_NAIO has no source yet; its work changes this test. */
+	/* Network AIO requests come from aio_send() and friends, not ADD. */
 	uk.type = KEVENT_NAIO;
 	uk.event = KEVENT_SOCKET_RECV;
 	EXPECT_EQ(0, kevent_add(self->fd, &uk, 1));
 	EXPECT_EQ(KEVENT_RET_BROKEN, uk.ret_flags);
-	EXPECT_EQ(EOPNOTSUPP, uk.ret_data[0]);
+	EXPECT_EQ(EINVAL, uk.ret_data[0]);
+	EXPECT_EQ(0, kevent_queued(self->fd));
 }
 
 TEST_F(queue, bad_requests_come_back_broken)

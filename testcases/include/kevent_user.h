@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/kevent.h>
@@ -135,6 +136,83 @@ static inline int kevent_queued(int kq)
 			break;
 	fclose(f);
 	return n;
+}
+
+#ifndef SO_ASYNC_SOCK
+#define SO_ASYNC_SOCK		76
+#endif
+
+/*
+ * Network AIO: each call starts one request on TCP socket @s and returns its
+ * id (id.raw[1] of the completion, whose id.raw[0] is @s), or -1 with errno.
+ */
+static inline long kevent_aio_send(int kq, int s, const void *buf, size_t size,
+				   unsigned int flags)
+{
+	return syscall(__NR_aio_send, kq, s, buf, size, flags);
+}
+
+static inline long kevent_aio_recv(int kq, int s, void *buf, size_t size,
+				   unsigned int flags)
+{
+	return syscall(__NR_aio_recv, kq, s, buf, size, flags);
+}
+
+/* Sends @size bytes of @fd from its current offset, which stays put. */
+static inline long kevent_aio_sendfile(int kq, int fd, int s, size_t size,
+				       unsigned int flags)
+{
+	return syscall(__NR_aio_sendfile, kq, fd, s, size, flags);
+}
+
+/* Let network AIO use socket @s (SO_ASYNC_SOCK). */
+static inline int kevent_set_async(int s, int on)
+{
+	return setsockopt(s, SOL_SOCKET, SO_ASYNC_SOCK, &on, sizeof(on));
+}
+
+/* One counter of /proc/vmstat, or -1. */
+static inline long long kevent_vmstat(const char *name)
+{
+	char line[128], key[64];
+	long long v, found = -1;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %lld", key, &v) == 2 && !strcmp(key, name)) {
+			found = v;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Wait up to @ms for every page pinned on this host to have been unpinned
+ * (pins taken by others end too, so only a leak keeps them apart). Returns
+ * the pages still pinned, 0 when none is, -1 if /proc/vmstat has no pin
+ * counters.
+ */
+static inline long long kevent_wait_unpinned(unsigned int ms)
+{
+	long long left = 0;
+	unsigned int t;
+
+	for (t = 0; t <= ms; t += 10) {
+		long long acquired = kevent_vmstat("nr_foll_pin_acquired");
+		long long released = kevent_vmstat("nr_foll_pin_released");
+
+		/* Without the counters nothing can be told: say so, loudly. */
+		if (acquired < 0 || released < 0)
+			return -1;
+		left = acquired - released;
+		if (!left)
+			return 0;
+		usleep(10 * 1000);
+	}
+	return left;
 }
 
 #endif /* KEVENT_USER_H */

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0+
+/*
+ * kevent_naio_test: network AIO within one host, on loopback TCP: aio_send,
+ * aio_recv and aio_sendfile, their completions, order, cancelling, a queue
+ * closed or a process gone with requests outstanding, resets and shutdowns,
+ * the memory lock limit, and every bad argument.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "kevent_user.h"
+
+#define SOON 5000
+#define NEVER 100
+#define MIB (1 << 20)
+
+static unsigned char pattern(unsigned int tag, size_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 9) + tag * 17);
+}
+
+static void fill(unsigned char *buf, unsigned int tag, size_t off, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf[i] = pattern(tag, off + i);
+}
+
+/* Where @buf first differs from the pattern, or -1. */
+static long differs(const unsigned char *buf, unsigned int tag, size_t off, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (buf[i] != pattern(tag, off + i))
+			return i;
+	return -1;
+}
+
+/* A connected pair of loopback TCP sockets, both asynchronous. */
+static int tcp_pair(int s[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 4) ||
+	    getsockname(ls, (void *)&sa, &len))
+		return -1;
+	s[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(s[0], (void *)&sa, sizeof(sa)))
+		return -1;
+	s[1] = accept(ls, NULL, NULL);
+	close(ls);
+	if (s[1] < 0 || kevent_set_async(s[0], 1) || kevent_set_async(s[1], 1))
+		return -1;
+	return 0;
+}
+
+static void *map(size_t size, int prot)
+{
+	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Wait for one event; 0 if none came. */
+static long one(int kq, struct ukevent *ev, unsigned int ms)
+{
+	return kevent_wait(kq, ev, 1, ms);
+}
+
+FIXTURE(naio) {
+	int kq;
+	int s[2];
+	unsigned char *tx, *rx;
+};
+
+FIXTURE_SETUP(naio)
+{
+	self->kq = kevent_init();
+	ASSERT_GE(self->kq, 0);
+	ASSERT_EQ(0, tcp_pair(self->s));
+	self->tx = map(8 * MIB, PROT_READ | PROT_WRITE);
+	self->rx = map(8 * MIB, PROT_READ | PROT_WRITE);
+	ASSERT_NE(NULL, self->tx);
+	ASSERT_NE(NULL, self->rx);
+}
+
+FIXTURE_TEARDOWN(naio)
+{
+	close(self->kq);
+	close(self->s[0]);
+	close(self->s[1]);
+	/* Every test ends with nothing pinned: no request leaks its pages. */
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	munmap(self->tx, 8 * MIB);
+	munmap(self->rx, 8 * MIB);
+}
+
+TEST_F(naio, sockopt)
+{
+	int on = -1, u = socket(AF_INET, SOCK_DGRAM, 0), t = socket(AF_INET, SOCK_STREAM, 0);
+	int p[2];
+	socklen_t len = sizeof(on);
+
+	ASSERT_EQ(0, getsockopt(self->s[0], SOL_SOCKET, SO_ASYNC_SOCK, &on, &len));
+	EXPECT_EQ(1, on);
+	ASSERT_EQ(0, getsockopt(t, SOL_SOCKET, SO_ASYNC_SOCK, &on, &len));
+	EXPECT_EQ(0, on);
+	EXPECT_EQ(0, kevent_set_async(t, 1));
+	EXPECT_EQ(0, kevent_set_async(t, 0));
+	ASSERT_EQ(0, getsockopt(t, SOL_SOCKET, SO_ASYNC_SOCK, &on, &len));
+	EXPECT_EQ(0, on);
+	EXPECT_EQ(-1, kevent_set_async(u, 1));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, p));
+	EXPECT_EQ(-1, kevent_set_async(p[0], 1));
+	EXPECT_EQ(ENOPROTOOPT, errno);
+	close(u);
+	close(t);
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F(naio, send_and_recv)
+{
+	size_t size = 3 * MIB + 123;
+	struct ukevent ev[2];
+	long sid, rid, n;
+
+	fill(self->tx + 5, 1, 0, size);
+	rid = kevent_aio_recv(self->kq, self->s[1], self->rx + 7, size, 0);
+	ASSERT_GE(rid, 0);
+	sid = kevent_aio_send(self->kq, self->s[0], self->tx + 5, size, 0);
+	ASSERT_GE(sid, 0);
+	EXPECT_NE(sid, rid);
+
+	n = kevent_wait(self->kq, ev, 2, SOON);
+	ASSERT_EQ(2, n);
+	for (n = 0; n < 2; n++) {
+		int send = ev[n].id.raw[0] == (unsigned int)self->s[0];
+
+		EXPECT_EQ(KEVENT_NAIO, ev[n].type);
+		EXPECT_EQ(send ? sid : rid, ev[n].id.raw[1]);
+		EXPECT_EQ(send ? KEVENT_SOCKET_SEND : KEVENT_SOCKET_RECV, ev[n].event);
+		EXPECT_EQ(KEVENT_RET_DONE, ev[n].ret_flags);
+		EXPECT_EQ(size, ev[n].ret_data[0]);
+		EXPECT_EQ(0, ev[n].ret_data[1]);
+		EXPECT_EQ((uintptr_t)(send ? self->tx + 5 : self->rx + 7), ev[n].ptr);
+	}
+	EXPECT_EQ(-1, differs(self->rx + 7, 1, 0, size));
+	/* Oneshot: both kevents are gone. */
+	EXPECT_EQ(0, kevent_queued(self->kq));
+}
+
+/* Without RECV_SOME a receive waits for its whole buffer. */
+TEST_F(naio, recv_waits_for_full_buffer)
+{
+	struct ukevent ev;
+
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, 2000, 0), 0);
+	fill(self->tx, 2, 0, 2000);
+	ASSERT_EQ(1000, write(self->s[0], self->tx, 1000));
+	EXPECT_EQ(0, one(self->kq, &ev, NEVER));
+	ASSERT_EQ(1000, write(self->s[0], self->tx + 1000, 1000));
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(2000, ev.ret_data[0]);
+	EXPECT_EQ(-1, differs(self->rx, 2, 0, 2000));
+}
+
+TEST_F(naio, recv_some)
+{
+	struct ukevent ev;
+
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, MIB,
+				  KEVENT_NAIO_RECV_SOME), 0);
+	EXPECT_EQ(0, one(self->kq, &ev, NEVER));
+	fill(self->tx, 3, 0, 100);
+	ASSERT_EQ(100, write(self->s[0], self->tx, 100));
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(100, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+	EXPECT_EQ(-1, differs(self->rx, 3, 0, 100));
+}
+
+/* Requests of one socket and direction run in the order they were made. */
+TEST_F(naio, many_outstanding_keep_order)
+{
+	const size_t chunk = 256 * 1024 + 17;
+	struct ukevent ev[16];
+	long got = 0, n, i;
+
+	fill(self->tx, 4, 0, 8 * chunk);
+	for (i = 0; i < 8; i++)
+		ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx + i * chunk,
+					  chunk, 0), 0);
+	for (i = 0; i < 8; i++)
+		ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx + i * chunk,
+					  chunk, 0), 0);
+	while (got < 16) {
+		n = kevent_wait(self->kq, ev, 1, SOON);
+		ASSERT_EQ(1, n);
+		EXPECT_EQ(chunk, ev[0].ret_data[0]);
+		EXPECT_EQ(0, ev[0].ret_flags & KEVENT_RET_BROKEN);
+		got++;
+	}
+	EXPECT_EQ(-1, differs(self->rx, 4, 0, 8 * chunk));
+}
+
+/* Several sockets with requests outstanding on one queue. */
+TEST_F(naio, several_sockets)
+{
+	int pairs[4][2], i, n = 0;
+	struct ukevent ev;
+
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, tcp_pair(pairs[i]));
+		fill(self->tx + i * MIB, 10 + i, 0, MIB);
+		ASSERT_GE(kevent_aio_recv(self->kq, pairs[i][1], self->rx + i * MIB, MIB, 0), 0);
+		ASSERT_GE(kevent_aio_send(self->kq, pairs[i][0], self->tx + i * MIB, MIB, 0), 0);
+	}
+	while (n < 8) {
+		ASSERT_EQ(1, one(self->kq, &ev, SOON));
+		EXPECT_EQ(MIB, ev.ret_data[0]);
+		n++;
+	}
+	for (i = 0; i < 4; i++) {
+		EXPECT_EQ(-1, differs(self->rx + i * MIB, 10 + i, 0, MIB));
+		close(pairs[i][0]);
+		close(pairs[i][1]);
+	}
+}
+
+TEST_F(naio, sendfile)
+{
+	char path[] = "/tmp/kevent_naio_test.XXXXXX";
+	size_t size = 2 * MIB + 300;
+	int fd = mkstemp(path);
+	struct ukevent ev[2];
+	long id;
+
+	ASSERT_GE(fd, 0);
+	unlink(path);
+	fill(self->tx, 5, 0, size);
+	ASSERT_EQ(size, write(fd, self->tx, size));
+	ASSERT_EQ(1000, lseek(fd, 1000, SEEK_SET));
+
+	/* From offset 1000 to the end: asks for more than is there. */
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, size - 1000, 0), 0);
+	id = kevent_aio_sendfile(self->kq, fd, self->s[0], size, 0);
+	ASSERT_GE(id, 0);
+	ASSERT_EQ(2, kevent_wait(self->kq, ev, 2, SOON));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(size - 1000, ev[i].ret_data[0]);
+		EXPECT_EQ(0, ev[i].ret_data[1]);
+		if (ev[i].id.raw[0] == (unsigned int)self->s[0]) {
+			EXPECT_EQ(id, ev[i].id.raw[1]);
+			EXPECT_EQ(1000, ev[i].ptr);	/* where it started */
+		}
+	}
+	EXPECT_EQ(-1, differs(self->rx, 5, 1000, size - 1000));
+	/* The file offset stays where it was. */
+	EXPECT_EQ(1000, lseek(fd, 0, SEEK_CUR));
+	close(fd);
+}
+
+/* REMOVE cancels: no completion, the pages are let go. */
+TEST_F(naio, remove_cancels)
+{
+	struct ukevent ev;
+	long id;
+
+	id = kevent_aio_recv(self->kq, self->s[1], self->rx, MIB, 0);
+	ASSERT_GE(id, 0);
+	EXPECT_EQ(1, kevent_queued(self->kq));
+	/* The counters the pin checks rely on see the request's 256 pages. */
+	EXPECT_LE(MIB / 4096, kevent_vmstat("nr_foll_pin_acquired") -
+			      kevent_vmstat("nr_foll_pin_released"));
+	ev = kevent_fd(self->s[1], KEVENT_NAIO, KEVENT_SOCKET_RECV, 0);
+	ev.id.raw[1] = id;
+	EXPECT_EQ(1, kevent_remove(self->kq, &ev, 1));
+	EXPECT_EQ(0, kevent_queued(self->kq));
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	/* The next data goes to a plain read, not to the cancelled buffer. */
+	ASSERT_EQ(5, write(self->s[0], "hello", 5));
+	ASSERT_EQ(5, read(self->s[1], self->tx, 5));
+	EXPECT_EQ(0, one(self->kq, &ev, NEVER));
+	EXPECT_EQ(0, self->rx[0]);
+	EXPECT_EQ(0, kevent_remove(self->kq, &ev, 1));	/* already gone */
+	EXPECT_EQ(ENOENT, ev.ret_data[0]);
+}
+
+/* MODIFY of a request and ADD of KEVENT_NAIO through kevent_ctl: EINVAL. */
+TEST_F(naio, ctl_cannot_make_or_modify_requests)
+{
+	struct ukevent uk = kevent_fd(self->s[1], KEVENT_NAIO, KEVENT_SOCKET_RECV, 0);
+	long id;
+
+	uk.ptr = (uintptr_t)self->rx;
+	EXPECT_EQ(0, kevent_add(self->kq, &uk, 1));
+	EXPECT_EQ(KEVENT_RET_BROKEN, uk.ret_flags);
+	EXPECT_EQ(EINVAL, uk.ret_data[0]);
+
+	id = kevent_aio_recv(self->kq, self->s[1], self->rx, 100, 0);
+	ASSERT_GE(id, 0);
+	uk = kevent_fd(self->s[1], KEVENT_NAIO, KEVENT_SOCKET_SEND, 0);
+	uk.id.raw[1] = id;
+	EXPECT_EQ(0, kevent_modify(self->kq, &uk, 1));
+	EXPECT_EQ(EINVAL, uk.ret_data[0]);
+}
+
+/* The peer shuts down: a receive completes with what came, no error. */
+TEST_F(naio, peer_shutdown_ends_recv)
+{
+	struct ukevent ev;
+
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, MIB, 0), 0);
+	fill(self->tx, 6, 0, 4000);
+	ASSERT_EQ(4000, write(self->s[0], self->tx, 4000));
+	ASSERT_EQ(0, shutdown(self->s[0], SHUT_WR));
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(4000, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+	EXPECT_EQ(KEVENT_RET_DONE, ev.ret_flags);
+	EXPECT_EQ(-1, differs(self->rx, 6, 0, 4000));
+}
+
+/* Our own shutdown: a send that cannot go any more fails with EPIPE. */
+TEST_F(naio, own_shutdown_ends_send)
+{
+	struct ukevent ev;
+
+	ASSERT_EQ(0, shutdown(self->s[0], SHUT_WR));
+	ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx, 1000, 0), 0);
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(0, ev.ret_data[0]);
+	EXPECT_EQ(EPIPE, ev.ret_data[1]);
+	EXPECT_EQ(KEVENT_RET_DONE | KEVENT_RET_BROKEN, ev.ret_flags);
+}
+
+/* The peer resets while sends wait for room: each ends with the error. */
+TEST_F(naio, peer_reset_ends_sends)
+{
+	struct linger l = { 1, 0 };
+	struct ukevent ev;
+	int i, resets = 0;
+
+	for (i = 0; i < 4; i++)
+		ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx + i * 2 * MIB,
+					  2 * MIB, 0), 0);
+	EXPECT_EQ(0, one(self->kq, &ev, NEVER));	/* nobody reads */
+	ASSERT_EQ(0, setsockopt(self->s[1], SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
+	close(self->s[1]);
+	self->s[1] = socket(AF_INET, SOCK_STREAM, 0);
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(1, one(self->kq, &ev, SOON));
+		if (ev.ret_data[1] == ECONNRESET || ev.ret_data[1] == EPIPE)
+			resets++;
+		else
+			EXPECT_EQ(2 * MIB, ev.ret_data[0]);
+		EXPECT_GT(2 * MIB + 1, ev.ret_data[0]);
+	}
+	EXPECT_GT(resets, 0);
+}
+
+/* Closing the queue with requests outstanding cancels them all. */
+TEST_F(naio, closed_queue_cancels)
+{
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx + i * MIB, MIB, 0), 0);
+		ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx + i * MIB, MIB, 0), 0);
+	}
+	close(self->kq);
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	self->kq = kevent_init();
+	/* The sockets still work, and closing them really closes them. */
+	ASSERT_EQ(3, write(self->s[0], "abc", 3));
+}
+
+/* A process that exits with requests outstanding leaves nothing pinned. */
+TEST_F(naio, exit_with_requests_outstanding)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		int kq = kevent_init(), i, ok = kq >= 0;
+
+		for (i = 0; i < 4; i++) {
+			ok &= kevent_aio_recv(kq, self->s[1], self->rx + i * MIB, MIB, 0) >= 0;
+			ok &= kevent_aio_send(kq, self->s[0], self->tx + i * 2 * MIB,
+					      2 * MIB, 0) >= 0;
+		}
+		_exit(ok ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+}
+
+/* Pinned pages count against RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
+TEST_F(naio, memlock_limit)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		/* 48 pages: one 32-page request fits, a second does not. */
+		struct rlimit rl = { 192 * 1024, 192 * 1024 };
+		long a, b;
+
+		/* An unprivileged user has no CAP_IPC_LOCK. */
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
+			_exit(10);
+		if (kevent_aio_send(self->kq, self->s[0], self->tx, MIB, 0) != -1 ||
+		    errno != ENOMEM)
+			_exit(11);
+		a = kevent_aio_recv(self->kq, self->s[1], self->rx, 128 * 1024, 0);
+		b = kevent_aio_recv(self->kq, self->s[1], self->rx + MIB, 128 * 1024, 0);
+		if (a < 0 || b != -1 || errno != ENOMEM)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* Every bad argument, with its errno; the queue stays usable. */
+TEST_F(naio, bad_arguments)
+{
+	int u = socket(AF_INET, SOCK_DGRAM, 0), t = socket(AF_INET, SOCK_STREAM, 0);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), p[2], closed = dup(0);
+	unsigned char *ro = map(4096, PROT_READ), *edge = map(8192, PROT_READ | PROT_WRITE);
+	int s = self->s[0], kq = self->kq, r = self->s[1];
+	struct ukevent ev;
+
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_NE(NULL, ro);
+	ASSERT_NE(NULL, edge);
+	ASSERT_EQ(0, munmap(edge + 4096, 4096));
+	close(closed);
+	ASSERT_EQ(0, kevent_set_async(ls, 1));
+	ASSERT_EQ(0, listen(ls, 1));
+
+#define BAD(call, err) do { errno = 0; EXPECT_EQ(-1, call); EXPECT_EQ(err, errno); } while (0)
+	/* The queue. */
+	BAD(kevent_aio_send(closed, s, self->tx, 10, 0), EBADF);
+	BAD(kevent_aio_send(p[0], s, self->tx, 10, 0), EINVAL);
+	/* The socket. */
+	BAD(kevent_aio_send(kq, closed, self->tx, 10, 0), EBADF);
+	BAD(kevent_aio_send(kq, p[1], self->tx, 10, 0), ENOTSOCK);
+	BAD(kevent_aio_recv(kq, u, self->rx, 10, 0), ESOCKTNOSUPPORT);
+	BAD(kevent_aio_send(kq, t, self->tx, 10, 0), EBADFD);
+	BAD(kevent_aio_recv(kq, ls, self->rx, 10, 0), ENOTCONN);
+	/* Size and flags. */
+	BAD(kevent_aio_send(kq, s, self->tx, 0, 0), EINVAL);
+	BAD(kevent_aio_recv(kq, r, self->rx, KEVENT_NAIO_MAX_SIZE + 1, 0), E2BIG);
+	BAD(kevent_aio_send(kq, s, self->tx, 10, 1), EINVAL);
+	BAD(kevent_aio_recv(kq, r, self->rx, 10, 2), EINVAL);
+	BAD(kevent_aio_sendfile(kq, p[0], s, 10, 1), EINVAL);
+	/* The buffer. */
+	BAD(kevent_aio_send(kq, s, NULL, 10, 0), EFAULT);
+	BAD(kevent_aio_recv(kq, r, edge + 4096, 10, 0), EFAULT);
+	BAD(kevent_aio_send(kq, s, edge + 4000, 200, 0), EFAULT);
+	BAD(kevent_aio_recv(kq, r, ro, 10, 0), EFAULT);
+	BAD(kevent_aio_send(kq, s, (void *)-4096L, 10, 0), EFAULT);
+	/* aio_sendfile's file. */
+	BAD(kevent_aio_sendfile(kq, closed, s, 10, 0), EBADF);
+	BAD(kevent_aio_sendfile(kq, p[0], s, 10, 0), EINVAL);
+	BAD(kevent_aio_sendfile(kq, p[1], s, 10, 0), EBADF);
+#undef BAD
+
+	/* A read-only buffer is fine to send from. */
+	ASSERT_GE(kevent_aio_send(kq, s, ro, 10, 0), 0);
+	ASSERT_EQ(1, one(kq, &ev, SOON));
+	EXPECT_EQ(10, ev.ret_data[0]);
+	EXPECT_EQ(0, kevent_queued(kq));
+
+	close(u);
+	close(t);
+	close(ls);
+	close(p[0]);
+	close(p[1]);
+	munmap(ro, 4096);
+	munmap(edge, 4096);
+}
+
+TEST_HARNESS_MAIN
