@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ktap
+from . import instances, ktap
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
 from .topology import Host, Topology
@@ -236,21 +236,28 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
 
-    run_dir = work / topo.name
-    shutil.rmtree(run_dir, ignore_errors=True)
-    results.mkdir(parents=True, exist_ok=True)
-    for host in topo.hosts.values():
-        (run_dir / host.name).mkdir(parents=True)
-        startup = labdir / f'{host.name}.startup' if labdir else None
-        (run_dir / host.name / 'run.sh').write_text(run_script(
-            host, startup.read_text() if startup and startup.exists() else ''))
-        if host.disk:
-            make_disk(run_dir / host.name / 'disk.img', host.disk)
-        for stale in results.glob(f'{host.name}.*'):
-            stale.unlink()
-    if ' ' in str(run_dir):
-        raise ValueError(f'the run directory {run_dir} has a space, which the kernel command line cannot carry')
+    # A run directory of its own: other runs of this lab may be going on.
+    inst = instances.claim(work, topo.name)
+    run_dir = inst.path
+    try:
+        say(f'run directory {run_dir} (instance {inst.id} of lab {topo.name})')
+        results.mkdir(parents=True, exist_ok=True)
+        for host in topo.hosts.values():
+            (run_dir / host.name).mkdir(parents=True)
+            startup = labdir / f'{host.name}.startup' if labdir else None
+            (run_dir / host.name / 'run.sh').write_text(run_script(
+                host, startup.read_text() if startup and startup.exists() else ''))
+            if host.disk:
+                make_disk(run_dir / host.name / 'disk.img', host.disk)
+            for stale in results.glob(f'{host.name}.*'):
+                stale.unlink()
+        return _boot_collect(topo, kernel, rootfs, results, run_dir, say, decode_hint)
+    finally:
+        inst.release()
 
+
+def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
+                  say, decode_hint: str) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
     sup = Supervisor()
