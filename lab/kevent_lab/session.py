@@ -28,18 +28,18 @@ import time
 import tty
 from pathlib import Path
 
-from . import instances
+from . import instances, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
-from .run import USERSPACE_MARK, make_disk, setup_lines, uml_argv
+from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, uml_argv, uml_env
 from .topology import Host, Topology
 
 PTS_RE = re.compile(r"Virtual console 1 assigned device '(/dev/pts/\d+)'")
 READY_MARK = 'lab: ready for console and exec'
 
 
-def interactive_script(host: Host, startup: str) -> str:
-    lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host)
+def interactive_script(host: Host, startup: str, variables: dict[str, str] | None = None) -> str:
+    lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host, variables)
     if startup:
         lines.append(startup.rstrip('\n'))
     lines += [f'echo "{READY_MARK} on /dev/tty1"',
@@ -56,12 +56,15 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
     """The detached supervisor: runs until SIGTERM, then stops everything."""
     run_dir = inst.path
     state_path = run_dir / instances.STATE
+    slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
+    echo = uplink.EchoService() if slirp else None
     for host in topo.hosts.values():
         hdir = run_dir / host.name
         hdir.mkdir(parents=True, exist_ok=True)
         startup = labdir / f'{host.name}.startup'
         (hdir / 'run.sh').write_text(interactive_script(
-            host, startup.read_text() if startup.exists() else ''))
+            host, startup.read_text() if startup.exists() else '',
+            guest_variables(host, echo.port if echo else None)))
         if host.disk:
             make_disk(hdir / 'disk.img', host.disk)
     tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
@@ -78,11 +81,16 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             console = run_dir / host.name / 'console.log'
             with open(console, 'wb') as out:
                 argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                tmp / 'uml', sockets, run_dir) + ['con1=pts']
-                child = sup.start(host.name, argv, stdout=out)
+                                tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts']
+                child = sup.start(host.name, argv, stdout=out,
+                                  env=uml_env(host, tmp / f'home-{host.name}'))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
+            if host.uplink:
+                hosts[host.name]['uplink'] = host.uplink
         state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
                  'switches': switches, 'hosts': hosts}
+        if echo:
+            state['echo_port'] = echo.port
         tmp_state = state_path.with_suffix('.tmp')
         tmp_state.write_text(json.dumps(state, indent=2) + '\n')
         tmp_state.rename(state_path)
@@ -94,6 +102,8 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
         sup.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
         state_path.unlink(missing_ok=True)
+        if echo:
+            echo.close()
         inst.release()
     return 0
 
@@ -203,7 +213,11 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
             m = PTS_RE.search(text)
             up = 'ready' if READY_MARK in text else ('booted' if USERSPACE_MARK in text else 'booting')
             say(f'  {name}: pid {h["pid"]} {"running" if alive(h["pid"]) else "GONE"}, {up}, '
-                f'console {m.group(1) if m else "-"}')
+                f'console {m.group(1) if m else "-"}'
+                + (f', uplink {h["uplink"]} (slirp)' if h.get('uplink') else ''))
+        if state.get('echo_port'):
+            say(f'  echo service: 127.0.0.1:{state["echo_port"]}, from an uplink '
+                f'10.0.2.2:{state["echo_port"]} ($LAB_ECHO_PORT)')
     return 0
 
 
