@@ -4,7 +4,7 @@
 #   make lab-run [LAB=default]   build what is missing, run a lab
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
-#   make lab-start|lab-status|lab-stop|lab-crash [LAB=...]   a lab left running
+#   make lab-start|lab-status|lab-stop|lab-crash [LAB=...] [ID=...]   a lab left running
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
 #        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
@@ -158,11 +158,12 @@ lab-clean:
 	@$(PYTHON) lab/labctl clean --results $(RESULTS)
 
 # A lab left running: make lab-start LAB=star, then lab/labctl console|exec.
+# ID=N picks the instance when a lab was started more than once.
 lab-start: $(B)/linux $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl start $(LAB)
 
 lab-status lab-stop lab-crash:
-	@$(PYTHON) lab/labctl $(@:lab-%=%) $(LAB)
+	@$(PYTHON) lab/labctl $(@:lab-%=%) $(LAB) $(if $(ID),--id $(ID))
 
 distclean:
 	rm -rf $(B)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -13,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ktap
+from . import instances, ktap, uplink
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
-from .topology import Host, Topology
+from .topology import SLIRP_GUEST, VAR_RE, Host, Topology
 
 USERSPACE_MARK = 'lab: userspace reached on '
 POWEROFF_MARK = 'lab: powering off'
@@ -29,13 +30,15 @@ KERNEL_TROUBLE = re.compile(
 
 
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
-             sockets: dict[str, Path], run_dir: Path | None) -> list[str]:
+             sockets: dict[str, Path], run_dir: Path | None, slirp: str = '') -> list[str]:
     argv = [str(kernel), f'mem={host.mem}', f'initrd={rootfs}', f'umid={umid}',
             f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
     if host.disk and run_dir is not None:
         argv.append(f'ubd0={run_dir / host.name / "disk.img"}')
     for link in host.links:
         argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
+    if host.uplink:
+        argv.append(uplink.uml_arg(host.uplink, slirp or uplink.slirp_command()))
     argv.append(f'LAB_HOST={host.name}')
     if run_dir is not None:
         argv.append(f'LAB_DIR={run_dir}')
@@ -55,12 +58,37 @@ def make_disk(path: Path, size: str) -> None:
         raise RuntimeError(f'mkfs.ext4 {path}: {proc.stderr.strip()}')
 
 
-def setup_lines(host: Host) -> list[str]:
+def uml_env(host: Host, home: Path) -> dict | None:
+    """The environment of a host's UML process: its own for a host with an uplink.
+
+    slirp, which UML starts with UML's environment, reads ~/.slirprc and
+    joins a slirp already listening on ~/.slirp_socket: with HOME a fresh
+    directory of the run, the uplink is what lab.conf says and nothing else.
+    """
+    if not host.uplink:
+        return None
+    home.mkdir(parents=True, exist_ok=True)
+    return dict(os.environ, HOME=str(home))
+
+
+def guest_variables(host: Host, echo_port: int | None) -> dict[str, str]:
+    """The driver's variables ($NAME in run lines) that a host gets."""
+    return {'LAB_ECHO_PORT': str(echo_port)} if host.uplink and echo_port else {}
+
+
+def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str]:
     """Shell lines that bring a host's network and disk up."""
     lines = ['set -u']
+    for name, value in (variables or {}).items():
+        lines.append(f'export {name}={shlex.quote(value)}')
     for link in host.links:
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
+    if host.uplink:
+        # slirp's network: 10.0.2.2 is this machine's 127.0.0.1. No default
+        # route unless lab.conf has one (route HOST 0.0.0.0/0 10.0.2.2).
+        lines.append(f'ip link set {host.uplink} up')
+        lines.append(f'ip addr add {SLIRP_GUEST.with_prefixlen} dev {host.uplink}')
     for net, gw in host.routes:
         lines.append(f'ip route add {net} via {gw}')
     if host.forward:
@@ -70,10 +98,15 @@ def setup_lines(host: Host) -> list[str]:
     return lines
 
 
-def run_script(host: Host, startup: str = '') -> str:
+def _word(arg: str) -> str:
+    """A shell word for a program argument: $NAME (a driver's variable) expands."""
+    return f'"{arg}"' if VAR_RE.match(arg) else shlex.quote(arg)
+
+
+def run_script(host: Host, startup: str = '', variables: dict[str, str] | None = None) -> str:
     """The shell script the host's /init runs from /lab/HOST/run.sh."""
     lines = ['# Written by the lab driver for this run; runs inside the guest.']
-    lines += setup_lines(host)
+    lines += setup_lines(host, variables)
     if startup:
         lines.append(startup.rstrip('\n'))
     lines.append(f'cd /lab/{host.name}')
@@ -83,7 +116,7 @@ def run_script(host: Host, startup: str = '') -> str:
         env = ''.join(f'{shlex.quote(pair)} ' for pair in run.env)
         return ((f'env {env}' if env else '') + f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
                 f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} -- '
-                + ' '.join(shlex.quote(a) for a in prog))
+                + ' '.join(_word(a) for a in prog))
 
     # Servers first, in the background; their clients wait for them to accept.
     for run in host.runs:
@@ -236,21 +269,37 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
 
-    run_dir = work / topo.name
-    shutil.rmtree(run_dir, ignore_errors=True)
-    results.mkdir(parents=True, exist_ok=True)
-    for host in topo.hosts.values():
-        (run_dir / host.name).mkdir(parents=True)
-        startup = labdir / f'{host.name}.startup' if labdir else None
-        (run_dir / host.name / 'run.sh').write_text(run_script(
-            host, startup.read_text() if startup and startup.exists() else ''))
-        if host.disk:
-            make_disk(run_dir / host.name / 'disk.img', host.disk)
-        for stale in results.glob(f'{host.name}.*'):
-            stale.unlink()
-    if ' ' in str(run_dir):
-        raise ValueError(f'the run directory {run_dir} has a space, which the kernel command line cannot carry')
+    slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
 
+    # A run directory of its own: other runs of this lab may be going on.
+    inst = instances.claim(work, topo.name)
+    run_dir = inst.path
+    echo = None
+    try:
+        say(f'run directory {run_dir} (instance {inst.id} of lab {topo.name})')
+        results.mkdir(parents=True, exist_ok=True)
+        if slirp:
+            echo = uplink.EchoService()
+            say(f'echo service on 127.0.0.1:{echo.port}, 10.0.2.2:{echo.port} from an uplink')
+        for host in topo.hosts.values():
+            (run_dir / host.name).mkdir(parents=True)
+            startup = labdir / f'{host.name}.startup' if labdir else None
+            (run_dir / host.name / 'run.sh').write_text(run_script(
+                host, startup.read_text() if startup and startup.exists() else '',
+                guest_variables(host, echo.port if echo else None)))
+            if host.disk:
+                make_disk(run_dir / host.name / 'disk.img', host.disk)
+            for stale in results.glob(f'{host.name}.*'):
+                stale.unlink()
+        return _boot_collect(topo, kernel, rootfs, results, run_dir, slirp, say, decode_hint)
+    finally:
+        if echo:
+            echo.close()
+        inst.release()
+
+
+def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
+                  slirp: str, say, decode_hint: str) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
     sup = Supervisor()
@@ -269,8 +318,9 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
         def start_host(hr: HostRun) -> Child:
             out = open(hr.console, 'wb')
             argv = uml_argv(kernel, rootfs, hr.host, f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}',
-                            tmp / 'uml', sockets, run_dir)
-            child = sup.start(hr.host.name, argv, stdout=out)
+                            tmp / 'uml', sockets, run_dir, slirp)
+            child = sup.start(hr.host.name, argv, stdout=out,
+                              env=uml_env(hr.host, tmp / f'home-{hr.host.name}'))
             out.close()
             return child
 

@@ -4,8 +4,12 @@
 lab's hosts without their testcases and keeps them up. Each host gets a
 second console, con1=pts, with a shell on /dev/tty1 in the guest: `console`
 attaches the terminal to it, `exec` runs one command through it. The
-supervisor writes build/lab/NAME/state.json and, on SIGTERM (`stop`),
+supervisor writes build/lab/NAME/ID/state.json and, on SIGTERM (`stop`),
 stops every process it started; `crash` kills them all at once.
+
+A lab can be started more than once: each instance has its own run
+directory (instances.py), switches, umids and consoles. The commands find
+a lab's instance by its name; when several run, they take --id.
 """
 
 from __future__ import annotations
@@ -24,20 +28,18 @@ import time
 import tty
 from pathlib import Path
 
+from . import instances, uplink
+from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
-from .run import USERSPACE_MARK, make_disk, setup_lines, uml_argv
+from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, uml_argv, uml_env
 from .topology import Host, Topology
 
 PTS_RE = re.compile(r"Virtual console 1 assigned device '(/dev/pts/\d+)'")
 READY_MARK = 'lab: ready for console and exec'
 
 
-def state_path(work: Path, lab: str) -> Path:
-    return work / lab / 'state.json'
-
-
-def interactive_script(host: Host, startup: str) -> str:
-    lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host)
+def interactive_script(host: Host, startup: str, variables: dict[str, str] | None = None) -> str:
+    lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host, variables)
     if startup:
         lines.append(startup.rstrip('\n'))
     lines += [f'echo "{READY_MARK} on /dev/tty1"',
@@ -50,15 +52,19 @@ def _stop(signum, frame):
     raise KeyboardInterrupt
 
 
-def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, work: Path) -> int:
+def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instance) -> int:
     """The detached supervisor: runs until SIGTERM, then stops everything."""
-    run_dir = work / topo.name
+    run_dir = inst.path
+    state_path = run_dir / instances.STATE
+    slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
+    echo = uplink.EchoService() if slirp else None
     for host in topo.hosts.values():
         hdir = run_dir / host.name
         hdir.mkdir(parents=True, exist_ok=True)
         startup = labdir / f'{host.name}.startup'
         (hdir / 'run.sh').write_text(interactive_script(
-            host, startup.read_text() if startup.exists() else ''))
+            host, startup.read_text() if startup.exists() else '',
+            guest_variables(host, echo.port if echo else None)))
         if host.disk:
             make_disk(hdir / 'disk.img', host.disk)
     tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
@@ -75,12 +81,19 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, work: Path) 
             console = run_dir / host.name / 'console.log'
             with open(console, 'wb') as out:
                 argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                tmp / 'uml', sockets, run_dir) + ['con1=pts']
-                child = sup.start(host.name, argv, stdout=out)
+                                tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts']
+                child = sup.start(host.name, argv, stdout=out,
+                                  env=uml_env(host, tmp / f'home-{host.name}'))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
-        state_path(work, topo.name).write_text(json.dumps(
-            {'lab': topo.name, 'pid': os.getpid(), 'switches': switches, 'hosts': hosts},
-            indent=2) + '\n')
+            if host.uplink:
+                hosts[host.name]['uplink'] = host.uplink
+        state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
+                 'switches': switches, 'hosts': hosts}
+        if echo:
+            state['echo_port'] = echo.port
+        tmp_state = state_path.with_suffix('.tmp')
+        tmp_state.write_text(json.dumps(state, indent=2) + '\n')
+        tmp_state.rename(state_path)
         while any(c.running() for c in sup.children if c.name in hosts):
             time.sleep(0.5)
     except KeyboardInterrupt:
@@ -88,15 +101,11 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, work: Path) 
     finally:
         sup.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
-        state_path(work, topo.name).unlink(missing_ok=True)
+        state_path.unlink(missing_ok=True)
+        if echo:
+            echo.close()
+        inst.release()
     return 0
-
-
-def load_state(work: Path, lab: str) -> dict:
-    path = state_path(work, lab)
-    if not path.exists():
-        raise SystemExit(f'labctl: lab {lab} is not running (no {path}); labctl start {lab}')
-    return json.loads(path.read_text())
 
 
 def alive(pid: int) -> bool:
@@ -108,19 +117,39 @@ def alive(pid: int) -> bool:
         return False
 
 
-def groups_alive(groups: set[int]) -> bool:
-    """True while a live process belongs to one of the process groups."""
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/stat') as f:
-                fields = f.read().rsplit(')', 1)[-1].split()
-        except OSError:
-            continue
-        if fields[0] != 'Z' and int(fields[2]) in groups:
-            return True
-    return False
+def _describe(inst: Instance, state: dict) -> str:
+    started = time.strftime('%H:%M:%S', time.localtime(state.get('started', 0)))
+    return (f'--id {inst.id}: supervisor {state["pid"]}, started {started}, '
+            f'hosts {", ".join(state["hosts"])}, in {inst.path}')
+
+
+def running(work: Path, lab: str) -> list[tuple[Instance, dict]]:
+    """The started instances of @lab, each with its state."""
+    out = []
+    for inst in instances.started(work, lab):
+        state = instances.read_state(inst.path)
+        if state:
+            out.append((inst, state))
+    return out
+
+
+def find_instance(work: Path, lab: str, ident: str | None) -> tuple[Instance, dict]:
+    """The instance of @lab that a command means: the one running, or --id's."""
+    found = running(work, lab)
+    if ident is not None:
+        for inst, state in found:
+            if inst.id == ident:
+                return inst, state
+        if found:
+            raise SystemExit(f'labctl: lab {lab} has no running instance {ident}; it has:\n'
+                             + '\n'.join('  ' + _describe(i, s) for i, s in found))
+        raise SystemExit(f'labctl: lab {lab} is not running (no instance {ident}); labctl start {lab}')
+    if not found:
+        raise SystemExit(f'labctl: lab {lab} is not running; labctl start {lab}')
+    if len(found) > 1:
+        raise SystemExit(f'labctl: lab {lab} runs {len(found)} instances; say which with --id:\n'
+                         + '\n'.join('  ' + _describe(i, s) for i, s in found))
+    return found[0]
 
 
 def host_pts(state: dict, host: str) -> str:
@@ -135,45 +164,65 @@ def host_pts(state: dict, host: str) -> str:
 
 
 def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print) -> int:
-    if state_path(work, lab).exists() and alive(json.loads(state_path(work, lab).read_text())['pid']):
-        raise SystemExit(f'labctl: lab {lab} is already running (labctl status {lab})')
-    (work / lab).mkdir(parents=True, exist_ok=True)
-    log = open(work / lab / 'supervisor.log', 'wb')
-    subprocess.Popen([sys.executable, str(labctl), '_serve', '--lab', lab],
-                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                     start_new_session=True)
+    others = [i.id for i, _ in running(work, lab)]
+    inst = instances.claim(work, lab)
+    log = open(inst.path / 'supervisor.log', 'wb')
+    # The supervisor takes over the lock on the run directory: the lab is
+    # in use for as long as the supervisor lives.
+    proc = subprocess.Popen([sys.executable, str(labctl), '_serve', '--lab', lab, '--id', inst.id,
+                             '--owner-fd', str(inst.fd)],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, pass_fds=(inst.fd,))
     log.close()
+    inst.release()
+    hint = f' --id {inst.id}' if others else ''
     deadline = time.monotonic() + timeout
+    path = inst.path / instances.STATE
     while time.monotonic() < deadline:
-        path = state_path(work, lab)
         if path.exists():
             state = json.loads(path.read_text())
             ready = [h for h, v in state['hosts'].items()
                      if READY_MARK in Path(v['console']).read_text(errors='replace')]
             if len(ready) == len(state['hosts']):
-                say(f'lab {lab} is up: {", ".join(ready)}; labctl console HOST, '
-                    f'labctl exec HOST -- CMD, labctl stop {lab}')
+                say(f'lab {lab} is up (instance {inst.id}, {inst.path}): {", ".join(ready)}; '
+                    f'labctl console{hint} --lab {lab} HOST, labctl exec{hint} --lab {lab} HOST -- CMD, '
+                    f'labctl stop {lab}{hint}')
+                if others:
+                    say(f'lab {lab} has other instances running: --id {", ".join(others)}')
                 return 0
+        elif proc.poll() is not None:
+            text = (inst.path / 'supervisor.log').read_text(errors='replace')
+            say(f'labctl: the supervisor of lab {lab} ended (status {proc.returncode}) before the lab '
+                f'was up: see {inst.path / "supervisor.log"}\n{text[-2000:]}')
+            return 1
         time.sleep(0.2)
-    say(f'labctl: lab {lab} did not come up in {timeout:.0f} s; see {work / lab}; stopping it')
-    stop(lab, work, say)
+    say(f'labctl: lab {lab} did not come up in {timeout:.0f} s; see {inst.path}; stopping it')
+    stop(lab, work, say, inst.id)
     return 1
 
 
-def status(lab: str, work: Path, say=print) -> int:
-    state = load_state(work, lab)
-    say(f'lab {lab}: supervisor {state["pid"]} {"running" if alive(state["pid"]) else "GONE"}')
-    for name, h in state['hosts'].items():
-        text = Path(h['console']).read_text(errors='replace')
-        m = PTS_RE.search(text)
-        up = 'ready' if READY_MARK in text else ('booted' if USERSPACE_MARK in text else 'booting')
-        say(f'  {name}: pid {h["pid"]} {"running" if alive(h["pid"]) else "GONE"}, {up}, '
-            f'console {m.group(1) if m else "-"}')
+def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
+    found = [find_instance(work, lab, ident)] if ident is not None else running(work, lab)
+    if not found:
+        find_instance(work, lab, None)     # says that it is not running
+    for inst, state in found:
+        say(f'lab {lab} instance {inst.id} ({inst.path}): supervisor {state["pid"]} '
+            f'{"running" if alive(state["pid"]) else "GONE"}')
+        for name, h in state['hosts'].items():
+            text = Path(h['console']).read_text(errors='replace')
+            m = PTS_RE.search(text)
+            up = 'ready' if READY_MARK in text else ('booted' if USERSPACE_MARK in text else 'booting')
+            say(f'  {name}: pid {h["pid"]} {"running" if alive(h["pid"]) else "GONE"}, {up}, '
+                f'console {m.group(1) if m else "-"}'
+                + (f', uplink {h["uplink"]} (slirp)' if h.get('uplink') else ''))
+        if state.get('echo_port'):
+            say(f'  echo service: 127.0.0.1:{state["echo_port"]}, from an uplink '
+                f'10.0.2.2:{state["echo_port"]} ($LAB_ECHO_PORT)')
     return 0
 
 
-def stop(lab: str, work: Path, say=print) -> int:
-    state = load_state(work, lab)
+def stop(lab: str, work: Path, say=print, ident: str | None = None) -> int:
+    inst, state = find_instance(work, lab, ident)
     try:
         os.kill(state['pid'], signal.SIGTERM)
     except ProcessLookupError:
@@ -181,28 +230,32 @@ def stop(lab: str, work: Path, say=print) -> int:
     deadline = time.monotonic() + 20
     while alive(state['pid']) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if alive(state['pid']):
-        say(f'labctl: supervisor of {lab} did not stop: crashing the lab')
-        return crash(lab, work, say)
-    say(f'lab {lab} stopped')
+    if alive(state['pid']) or groups_alive(state_groups(state)):
+        say(f'labctl: supervisor of {lab} (instance {inst.id}) did not stop everything: crashing the lab')
+        return _kill(lab, inst, state, say)
+    say(f'lab {lab} (instance {inst.id}) stopped')
     return 0
 
 
-def crash(lab: str, work: Path, say=print) -> int:
+def crash(lab: str, work: Path, say=print, ident: str | None = None) -> int:
     """Kills every process of the lab now, as a power cut would."""
-    state = load_state(work, lab)
+    inst, state = find_instance(work, lab, ident)
+    return _kill(lab, inst, state, say)
+
+
+def _kill(lab: str, inst: Instance, state: dict, say) -> int:
+    groups = state_groups(state)
     for pid in [h['pid'] for h in state['hosts'].values()] + state['switches'] + [state['pid']]:
         for kill in (lambda p: os.killpg(p, signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
             try:
                 kill(pid)
             except (ProcessLookupError, PermissionError):
                 pass
-    groups = set([h['pid'] for h in state['hosts'].values()] + state['switches'] + [state['pid']])
     deadline = time.monotonic() + 10
     while groups_alive(groups) and time.monotonic() < deadline:
         time.sleep(0.05)
-    state_path(work, lab).unlink(missing_ok=True)
-    say(f'lab {lab} crashed: every host and switch was killed')
+    (inst.path / instances.STATE).unlink(missing_ok=True)
+    say(f'lab {lab} (instance {inst.id}) crashed: every host and switch was killed')
     return 0
 
 
@@ -212,9 +265,10 @@ def _open_pts(path: str) -> int:
     return fd
 
 
-def exec_command(lab: str, work: Path, host: str, command: list[str], timeout: float = 60) -> int:
+def exec_command(lab: str, work: Path, host: str, command: list[str], timeout: float = 60,
+                 ident: str | None = None) -> int:
     """Runs one shell command on a host's console; prints its output, returns its status."""
-    fd = _open_pts(host_pts(load_state(work, lab), host))
+    fd = _open_pts(host_pts(find_instance(work, lab, ident)[1], host))
     # The markers are split in the command, so the console's echo of it never
     # matches; the command runs in a subshell, so `exit` ends only itself.
     line = f'echo "__LAB""BEGIN__"; ( {" ".join(command)} ); echo "__LAB""END__$?"\n'
@@ -235,9 +289,9 @@ def exec_command(lab: str, work: Path, host: str, command: list[str], timeout: f
     return int(re.match(rb'\d+', rest).group(0))
 
 
-def console(lab: str, work: Path, host: str) -> int:
+def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
     """The host's shell on this terminal, until Ctrl-]."""
-    fd = _open_pts(host_pts(load_state(work, lab), host))
+    fd = _open_pts(host_pts(find_instance(work, lab, ident)[1], host))
     print(f'[{host}: console, Ctrl-] to leave]\r')
     stdin = sys.stdin.fileno()
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None

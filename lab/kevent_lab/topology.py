@@ -15,6 +15,19 @@ from pathlib import Path
 NAME_RE = re.compile(r'^[a-z][a-z0-9_-]{0,15}$')
 IFACE_RE = re.compile(r'^eth[0-9]$')
 MEM_RE = re.compile(r'^[1-9][0-9]*[MG]$')
+VAR_RE = re.compile(r'^\$[A-Za-z_][A-Za-z0-9_]*$')
+
+# slirp's own network: the guest is 10.0.2.15 (slirp's suggestion), 10.0.2.2
+# is the machine the lab runs on (slirp connects to its 127.0.0.1), 10.0.2.3
+# forwards DNS, 10.0.2.0 and 10.0.2.1 are slirp's control and exec addresses.
+SLIRP_NET = ipaddress.IPv4Network('10.0.2.0/24')
+SLIRP_GUEST = ipaddress.IPv4Interface('10.0.2.15/24')
+SLIRP_HOST = ipaddress.IPv4Address('10.0.2.2')
+
+# Variables a run line may name as a whole word ($NAME): the driver sets them
+# in the guest. LAB_ECHO_PORT is the port of the driver's TCP echo service on
+# 127.0.0.1, reached from a host's uplink as 10.0.2.2.
+RUN_VARS = {'LAB_ECHO_PORT': 'uplink'}
 
 
 class TopologyError(Exception):
@@ -42,6 +55,12 @@ class Run:
     background: bool = False
     env: list[str] = field(default_factory=list)   # KEY=VALUE for the program
     part: str = ''          # 'echo' of 'socket/echo': one of several runs of a suite
+    line: int = 0           # where it is in lab.conf
+
+    @property
+    def variables(self) -> list[str]:
+        """The driver's variables ($NAME words) the program's arguments name."""
+        return [a[1:] for a in self.argv[1:] if VAR_RE.match(a)]
 
     @property
     def key(self) -> str:
@@ -56,6 +75,7 @@ class Host:
     timeout: int = 300
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
     forward: bool = False   # routes IPv4 between its interfaces
+    uplink: str = ''        # the interface on a slirp uplink to this machine, or ''
     links: list[Link] = field(default_factory=list)
     routes: list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
@@ -143,7 +163,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'bad interface {iface!r} (eth0 .. eth9)')
             if not NAME_RE.match(segment):
                 err(f'bad segment name {segment!r}')
-            if any(link.iface == iface for link in hosts[hname].links):
+            if any(link.iface == iface for link in hosts[hname].links) or hosts[hname].uplink == iface:
                 err(f'host {hname!r} has {iface} twice')
             try:
                 address = ipaddress.IPv4Interface(addr)
@@ -153,8 +173,30 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'address {addr!r} needs a prefix length, like /24')
             if str(address.ip) in addresses:
                 err(f'address {address.ip} is also used on line {addresses[str(address.ip)]}')
+            if hosts[hname].uplink and address.network.overlaps(SLIRP_NET):
+                err(f'{address} overlaps {SLIRP_NET}, the network of host {hname!r}\'s uplink')
             addresses[str(address.ip)] = lineno
             hosts[hname].links.append(Link(iface, segment, address))
+
+        elif keyword == 'uplink':
+            # Opt-in: a slirp process gives this host a route to the machine
+            # the lab runs on (and, through a default route, beyond it).
+            if len(args) != 2:
+                err('uplink needs: HOST IFACE (a slirp uplink to this machine)')
+            hname, iface = args
+            if hname not in hosts:
+                err(f'uplink names host {hname!r}, which is not declared above')
+            if not IFACE_RE.match(iface):
+                err(f'bad interface {iface!r} (eth0 .. eth9)')
+            if hosts[hname].uplink:
+                err(f'host {hname!r} has an uplink already')
+            if any(link.iface == iface for link in hosts[hname].links):
+                err(f'host {hname!r} has {iface} twice')
+            for link in hosts[hname].links:
+                if link.address.network.overlaps(SLIRP_NET):
+                    err(f'host {hname!r} has {link.address} on {link.iface}, which overlaps '
+                        f'{SLIRP_NET}, the network of an uplink')
+            hosts[hname].uplink = iface
 
         elif keyword == 'route':
             if len(args) != 3:
@@ -170,7 +212,9 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 gateway = ipaddress.IPv4Address(gw)
             except ValueError:
                 err(f'bad gateway {gw!r}')
-            if not any(gateway in link.address.network for link in hosts[hname].links):
+            nets = [link.address.network for link in hosts[hname].links]
+            nets += [SLIRP_NET] if hosts[hname].uplink else []
+            if not any(gateway in net for net in nets):
                 err(f'gateway {gateway} is on none of host {hname!r}\'s links (declare the link first)')
             hosts[hname].routes.append((network, gateway))
 
@@ -194,7 +238,11 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'program {argv[0]!r} must be a testcase name, not a path')
             opts = _options(head[2:], {'timeout': 'SECONDS', 'background': '', 'env': 'KEY=VALUE'},
                             err, repeatable=('env',))
-            run = Run(suite, argv, background='background' in opts, part=part)
+            run = Run(suite, argv, background='background' in opts, part=part, line=lineno)
+            for word in argv[1:]:
+                if '$' in word and not (VAR_RE.match(word) and word[1:] in RUN_VARS):
+                    err(f'{word!r}: a run line may name only the driver\'s variables, each as a '
+                        'whole word: ' + ', '.join('$' + v for v in RUN_VARS))
             if 'timeout' in opts:
                 run.timeout = _seconds(opts['timeout'][0], err)
             for pair in opts.get('env', []):
@@ -204,10 +252,16 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].runs.append(run)
 
         else:
-            err(f'unknown keyword {keyword!r} (expected host, link, route or run)')
+            err(f'unknown keyword {keyword!r} (expected host, link, uplink, route or run)')
 
     if not hosts:
         raise TopologyError(path, 0, 'no hosts declared')
+    for host in hosts.values():
+        for run in host.runs:
+            for var in run.variables:
+                if RUN_VARS[var] == 'uplink' and not host.uplink:
+                    raise TopologyError(path, run.line, f'${var} is reached through an uplink, '
+                                        f'and host {host.name!r} has none (uplink {host.name} IFACE)')
     return Topology(name, hosts)
 
 

@@ -6,6 +6,7 @@ tests); skipped, and said so, without them.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -66,6 +67,13 @@ def test_ctrl_c_stops_everything(tmp_path):
     assert in_sessions(sessions) == []
 
 
+def instance_dir(out: str) -> Path:
+    """The run directory `labctl start` or `labctl run` says it uses."""
+    m = re.search(r'\(instance (\d+), (\S+)\)|run directory (\S+) \(instance', out)
+    assert m, out
+    return Path(m.group(2) or m.group(3))
+
+
 def labctl(*args, **kw):
     return subprocess.run([sys.executable, str(TOP / 'lab' / 'labctl'), *args],
                           capture_output=True, text=True, timeout=90, **kw)
@@ -75,8 +83,9 @@ def labctl(*args, **kw):
 def test_start_exec_console_crash():
     import pty
 
-    assert labctl('start', 'pair').returncode == 0
-    state = json.loads((TOP / 'build' / 'lab' / 'pair' / 'state.json').read_text())
+    started = labctl('start', 'pair')
+    assert started.returncode == 0, started
+    state = json.loads((instance_dir(started.stdout) / 'state.json').read_text())
     sessions = {state['pid'], *state['switches'], *(h['pid'] for h in state['hosts'].values())}
     try:
         st = labctl('status', 'pair')

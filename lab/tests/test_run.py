@@ -1,6 +1,8 @@
 import shutil
 from pathlib import Path
 
+import pytest
+
 from kevent_lab import run, topology
 
 GOLDEN = Path(__file__).resolve().parent / 'golden'
@@ -140,3 +142,64 @@ def test_console_trouble_patterns():
     assert run.console_trouble('fine\nall good\n') == ''
     assert 'BUG: KASAN' in run.console_trouble('x\n[ 1.0] BUG: KASAN: use-after-free in foo\n')
     assert run.console_trouble('[ 1.0] WARNING: CPU: 0 PID: 1 at kernel/x.c:1\n')
+
+
+UPLINK_LAB = '''
+host a
+link a eth0 n 10.42.0.1/24
+uplink a eth1
+run a up -- tcp_echo client 10.0.2.2 $LAB_ECHO_PORT 100
+'''
+
+
+def test_uplink_argv_env_and_script(tmp_path):
+    a = topology.parse(UPLINK_LAB).hosts['a']
+    argv = run.uml_argv(Path('/k'), Path('/r'), a, 'u', Path('/t'), {'n': Path('/t/n')}, Path('/lab'),
+                        '/usr/bin/slirp-fullbolt')
+    assert 'eth0=vde,/t/n' in argv
+    assert 'eth1=slirp,,/usr/bin/slirp-fullbolt,control_addr_127.0.0.1' in argv
+    env = run.uml_env(a, tmp_path / 'home')
+    assert env['HOME'] == str(tmp_path / 'home') and (tmp_path / 'home').is_dir()
+    assert run.uml_env(host(), tmp_path / 'other') is None and not (tmp_path / 'other').exists()
+    variables = run.guest_variables(a, 4242)
+    lines = run.run_script(a, '', variables).splitlines()
+    assert "export LAB_ECHO_PORT=4242" in lines
+    assert lines.index('ip addr add 10.0.2.15/24 dev eth1') > lines.index('ip link set eth1 up')
+    assert not any('route' in l for l in lines)        # no default route unless lab.conf asks
+    runner = [l for l in lines if 'lab_runner' in l][0]
+    assert runner.endswith('-- /opt/kevent/tcp_echo client 10.0.2.2 "$LAB_ECHO_PORT" 100')
+    # No uplink, no variables and no slirp.
+    assert run.guest_variables(host(), 4242) == {}
+    assert not any('slirp' in a for a in run.uml_argv(Path('/k'), Path('/r'), host(), 'u', Path('/t'),
+                                                       {'net0': Path('/t/net0')}, None))
+
+
+def test_uplink_slirp_missing(monkeypatch):
+    from kevent_lab import uplink
+    monkeypatch.setattr(uplink.shutil, 'which', lambda *a, **k: None)
+    with pytest.raises(FileNotFoundError, match='Debian package slirp'):
+        uplink.slirp_command()
+
+
+def test_echo_service():
+    import socket
+    from kevent_lab import uplink
+    echo = uplink.EchoService()
+    try:
+        assert echo.sock.getsockname()[0] == '127.0.0.1'
+        conns = [socket.create_connection(('127.0.0.1', echo.port), timeout=5) for _ in range(2)]
+        for i, c in enumerate(conns):
+            c.sendall(b'x%d' % i * 1000)
+        for i, c in enumerate(conns):
+            want, got = b'x%d' % i * 1000, b''
+            while len(got) < len(want):
+                got += c.recv(65536)
+            assert got == want
+            c.shutdown(socket.SHUT_WR)
+            assert c.recv(1) == b''        # closed after our EOF, as tcp_echo expects
+            c.close()
+        assert echo.connections == 2 and echo.echoed == 4000
+    finally:
+        echo.close()
+    with pytest.raises(OSError):
+        socket.create_connection(('127.0.0.1', echo.port), timeout=5)
