@@ -15,11 +15,12 @@ def test_default_lab_parses():
     assert str(a.links[0].address) == '10.42.0.1/24'
     assert [r.key for r in a.runs][:2] == ["tcp_echo", "socket.echo_server"]
     assert a.runs[1].suite == 'socket' and a.runs[1].part == 'echo_server'
-    assert a.runs[0].background and not a.runs[3].background
+    assert a.runs[0].background and a.runs[3].background
+    assert not [r for r in a.runs if r.key == 'core'][0].background
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
-@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 2)])
+@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 2), ('naio', 2)])
 def test_shipped_labs_parse(name, hosts):
     topo = topology.load(LABS / name / 'lab.conf')
     assert len(topo.hosts) == hosts
