@@ -12,11 +12,13 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <linux/sockios.h>
 
 #include "kselftest_harness.h"
 #include "kevent_user.h"
@@ -278,6 +280,28 @@ TEST_F(naio, sendfile)
 	close(fd);
 }
 
+/* A file shorter than asked for: its tail is sent, not left corked. */
+TEST_F(naio, sendfile_short_file_is_pushed)
+{
+	char path[] = "/tmp/kevent_naio_test.XXXXXX";
+	int fd = mkstemp(path), unsent = -1;
+	struct ukevent ev;
+
+	ASSERT_GE(fd, 0);
+	unlink(path);
+	fill(self->tx, 7, 0, 1000);
+	ASSERT_EQ(1000, write(fd, self->tx, 1000));
+	ASSERT_EQ(0, lseek(fd, 0, SEEK_SET));
+	ASSERT_GE(kevent_aio_sendfile(self->kq, fd, self->s[0], 4096, 0), 0);
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(1000, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+	/* Nothing waits in the socket for more: it all went out. */
+	ASSERT_EQ(0, ioctl(self->s[0], SIOCOUTQNSD, &unsent));
+	EXPECT_EQ(0, unsent);
+	close(fd);
+}
+
 /* REMOVE cancels: no completion, the pages are let go. */
 TEST_F(naio, remove_cancels)
 {
@@ -321,6 +345,9 @@ TEST_F(naio, ctl_cannot_make_or_modify_requests)
 	uk.id.raw[1] = id;
 	EXPECT_EQ(0, kevent_modify(self->kq, &uk, 1));
 	EXPECT_EQ(EINVAL, uk.ret_data[0]);
+	/* Even with the id of a request that exists. */
+	EXPECT_EQ(0, kevent_add(self->kq, &uk, 1));
+	EXPECT_EQ(EINVAL, uk.ret_data[0]);
 }
 
 /* The peer shuts down: a receive completes with what came, no error. */
@@ -362,12 +389,20 @@ TEST_F(naio, peer_reset_ends_sends)
 	for (i = 0; i < 4; i++)
 		ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx + i * 2 * MIB,
 					  2 * MIB, 0), 0);
+	/* A receive on the same socket must learn of the reset too. */
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[0], self->rx, 100, 0), 0);
 	EXPECT_EQ(0, one(self->kq, &ev, NEVER));	/* nobody reads */
 	ASSERT_EQ(0, setsockopt(self->s[1], SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
 	close(self->s[1]);
 	self->s[1] = socket(AF_INET, SOCK_STREAM, 0);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		ASSERT_EQ(1, one(self->kq, &ev, SOON));
+		if (ev.event == KEVENT_SOCKET_RECV) {
+			/* Not a clean end of stream: the error that ended it. */
+			EXPECT_EQ(0, ev.ret_data[0]);
+			EXPECT_EQ(ECONNRESET, ev.ret_data[1]);
+			continue;
+		}
 		if (ev.ret_data[1] == ECONNRESET || ev.ret_data[1] == EPIPE)
 			resets++;
 		else
@@ -375,6 +410,26 @@ TEST_F(naio, peer_reset_ends_sends)
 		EXPECT_GT(2 * MIB + 1, ev.ret_data[0]);
 	}
 	EXPECT_GT(resets, 0);
+}
+
+/* Data that arrived before a reset can still be received. */
+TEST_F(naio, recv_after_reset_gets_the_data)
+{
+	struct linger l = { 1, 0 };
+	struct ukevent ev;
+
+	fill(self->tx, 8, 0, 100);
+	ASSERT_EQ(100, write(self->s[0], self->tx, 100));
+	usleep(20 * 1000);
+	ASSERT_EQ(0, setsockopt(self->s[0], SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
+	close(self->s[0]);
+	self->s[0] = socket(AF_INET, SOCK_STREAM, 0);
+	usleep(20 * 1000);
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, 100, 0), 0);
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(100, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+	EXPECT_EQ(-1, differs(self->rx, 8, 0, 100));
 }
 
 /* Closing the queue with requests outstanding cancels them all. */
@@ -441,6 +496,35 @@ TEST_F(naio, memlock_limit)
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * A buffer in a file mapping (other than shmem) cannot be pinned for long:
+ * EOPNOTSUPP. hostfs (/lab in the lab) is such a file system; tmpfs is not.
+ */
+TEST_F(naio, file_mapping_is_eopnotsupp)
+{
+	const char *dir = getenv("KEVENT_NAIO_TEST_FILE_DIR") ?: "/lab";
+	char path[256];
+	void *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/naio_test_map.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0)
+		SKIP(return, "no writable non-tmpfs directory at %s", dir);
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(fd, 8192));
+	p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	errno = 0;
+	EXPECT_EQ(-1, kevent_aio_recv(self->kq, self->s[1], p, 8192, 0));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	EXPECT_EQ(-1, kevent_aio_send(self->kq, self->s[0], p, 8192, 0));
+	EXPECT_EQ(EOPNOTSUPP, errno);
+	munmap(p, 8192);
+	close(fd);
 }
 
 /* Every bad argument, with its errno; the queue stays usable. */
