@@ -1,7 +1,7 @@
 # kevent-lab: kevent forward-ported to Linux 6.1, built as a User-Mode Linux
 # kernel, and a lab of UML hosts that tests it. See README.md.
 #
-#   make lab-run [LAB=default]   build what is missing, run a lab
+#   make lab-run [LAB=default] [PROFILE=debug]   build what is missing, run a lab
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
 #   make lab-start|lab-status|lab-stop|lab-crash [LAB=...] [ID=...]   a lab left running
@@ -22,8 +22,24 @@ LAB        ?= default
 # The labs `make test` runs besides LAB, each checked against its signature
 # (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
 TEST_LABS  ?= star routed crash
+# The labs `make test` runs again on the debug kernel (PROFILE=debug), where
+# any KASAN, lockdep, kmemleak or debug-objects report fails a host;
+# results in build/results/debug/NAME.
+DEBUG_LABS ?= $(LAB) fuzz
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
+# PROFILE=debug builds a second kernel, with KASAN, lockdep, kmemleak and
+# object debugging (uml-config/debug.config), beside the lab one.
+PROFILE    ?= lab
+ifeq ($(PROFILE),lab)
+KERNEL     := $(B)/linux
+else ifeq ($(PROFILE),debug)
+OBJ        := $(B)/obj-debug
+KERNEL     := $(B)/linux-debug
+FRAGMENTS  += $(TOP)/uml-config/debug.config
+else
+$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default) or PROFILE=debug)
+endif
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
 BUSYBOX    ?= /bin/busybox
 CCACHE     := $(shell command -v ccache 2>/dev/null)
@@ -35,7 +51,7 @@ PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 	lab-start lab-status lab-stop lab-crash \
 	unit test bench kernel-dev kernel-export checkpatch clean distclean help
 
-all: $(B)/linux $(B)/rootfs.cpio
+all: $(KERNEL) $(B)/rootfs.cpio
 
 help:
 	@sed -n '1,12p' Makefile
@@ -63,17 +79,17 @@ $(OBJ)/.config: $(B)/.series $(FRAGMENTS) scripts/kernel-config.sh
 
 # The kernel is rebuilt when the series or the config changed; kbuild then
 # recompiles only what those changes touch (and ccache helps after that).
-$(B)/linux: $(OBJ)/.config $(B)/.series
+$(KERNEL): $(OBJ)/.config $(B)/.series
 	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch)"
 	@scripts/kbuild.sh $(B)/kernel-build.log $(KMAKE) -j$(JOBS) linux
 	@ln -f $(OBJ)/linux $@
 
-kernel: $(B)/linux
+kernel: $(KERNEL)
 
 # After editing build/src by hand: rebuild without the dependency shortcut.
 kernel-rebuild: $(OBJ)/.config
 	$(KMAKE) -j$(JOBS) linux
-	ln -f $(OBJ)/linux $(B)/linux
+	ln -f $(OBJ)/linux $(KERNEL)
 
 # The uapi headers of the patched tree, for the testcases.
 $(HDR)/.stamp: $(B)/.series
@@ -88,7 +104,7 @@ headers: $(HDR)/.stamp
 testcases: $(HDR)/.stamp
 	@$(MAKE) -s -C testcases KSRC=$(SRC) HDR=$(HDR)/include OUT=$(B)/testcases
 
-$(B)/rootfs.cpio: testcases $(B)/linux rootfs/init rootfs/initramfs.list rootfs/mkinitramfs.sh
+$(B)/rootfs.cpio: testcases $(KERNEL) rootfs/init rootfs/initramfs.list rootfs/mkinitramfs.sh
 	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@
 
 rootfs: $(B)/rootfs.cpio
@@ -97,14 +113,14 @@ rootfs: $(B)/rootfs.cpio
 
 LAB_RESULTS ?= $(RESULTS)
 
-lab-run: $(B)/linux $(B)/rootfs.cpio
-	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(B)/linux \
+lab-run: $(KERNEL) $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(KERNEL) \
 		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS) $(if $(EXPECT),--expect)
 
 # One boot with no lab: the built-in KUnit suites run, and the kernel's own
 # kunit.py parses the console.
-kunit: $(B)/linux $(B)/rootfs.cpio
-	@$(PYTHON) lab/labctl kunit --kernel $(B)/linux --rootfs $(B)/rootfs.cpio \
+kunit: $(KERNEL) $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl kunit --kernel $(KERNEL) --rootfs $(B)/rootfs.cpio \
 		--results $(RESULTS) --kunit-py $(SRC)/tools/testing/kunit/kunit.py
 
 unit: | $(B)/.deps-ok
@@ -114,7 +130,8 @@ unit: | $(B)/.deps-ok
 # Everything a regression run needs. Each part runs even if an earlier one
 # failed; the last line counts all of them.
 test:
-	@rm -rf $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json $(RESULTS)/labs; \
+	@rm -rf $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json $(RESULTS)/labs \
+		$(RESULTS)/debug; \
 	rc=0; built=1; \
 	echo "== build"; $(MAKE) -s all || { built=0; rc=1; echo "the build failed: KUnit and the labs do not run" >&2; }; \
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
@@ -125,6 +142,13 @@ test:
 			echo "== lab $$l"; \
 			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \
 		done; \
+		echo "== debug kernel (KASAN, lockdep, kmemleak, debug objects)"; \
+		if $(MAKE) -s kernel PROFILE=debug; then \
+			for l in $(DEBUG_LABS); do \
+				echo "== lab $$l, PROFILE=debug"; \
+				$(MAKE) -s lab-run PROFILE=debug LAB=$$l LAB_RESULTS=$(RESULTS)/debug/$$l || rc=1; \
+			done; \
+		else rc=1; echo "the debug kernel did not build: its labs do not run" >&2; fi; \
 	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
 	exit $$rc
@@ -159,8 +183,8 @@ lab-clean:
 
 # A lab left running: make lab-start LAB=star, then lab/labctl console|exec.
 # ID=N picks the instance when a lab was started more than once.
-lab-start: $(B)/linux $(B)/rootfs.cpio
-	@$(PYTHON) lab/labctl start $(LAB)
+lab-start: $(KERNEL) $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl start $(LAB) --kernel $(KERNEL) --rootfs $(B)/rootfs.cpio
 
 lab-status lab-stop lab-crash:
 	@$(PYTHON) lab/labctl $(@:lab-%=%) $(LAB) $(if $(ID),--id $(ID))

@@ -25,6 +25,7 @@ POWEROFF_MARK = 'lab: powering off'
 # Lines in a console that mean the kernel is in trouble.
 KERNEL_TROUBLE = re.compile(
     r'Kernel panic|Oops[:\s]|\bBUG[: ]|WARNING:|KASAN:|UBSAN:|kmemleak:.*new suspected|'
+    r'Kernel memory leak detector disabled|'
     r'general protection fault|possible (circular|recursive) locking|'
     r'INFO: task .* blocked|Unable to handle kernel')
 

@@ -163,14 +163,16 @@ def host_pts(state: dict, host: str) -> str:
     return m.group(1)
 
 
-def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print) -> int:
+def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print,
+          kernel: Path | None = None, rootfs: Path | None = None) -> int:
     others = [i.id for i, _ in running(work, lab)]
     inst = instances.claim(work, lab)
     log = open(inst.path / 'supervisor.log', 'wb')
     # The supervisor takes over the lock on the run directory: the lab is
     # in use for as long as the supervisor lives.
+    images = ([f'--kernel={kernel}'] if kernel else []) + ([f'--rootfs={rootfs}'] if rootfs else [])
     proc = subprocess.Popen([sys.executable, str(labctl), '_serve', '--lab', lab, '--id', inst.id,
-                             '--owner-fd', str(inst.fd)],
+                             '--owner-fd', str(inst.fd)] + images,
                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, pass_fds=(inst.fd,))
     log.close()

@@ -20,7 +20,7 @@ def test_default_lab_parses():
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
-@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 2), ('naio', 2)])
+@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 2), ('naio', 2), ('fuzz', 1)])
 def test_shipped_labs_parse(name, hosts):
     topo = topology.load(LABS / name / 'lab.conf')
     assert len(topo.hosts) == hosts

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0+
+/*
+ * kevent_fuzz: a bounded, seeded fuzzer of kevent_ctl() and network AIO.
+ *
+ *   kevent_fuzz SEED COUNT THREADS
+ *
+ * THREADS threads make COUNT calls in all, chosen by a generator seeded
+ * with SEED (the same seed makes the same choices; the interleaving of the
+ * threads is up to the scheduler): ADD, REMOVE, MODIFY and WAIT of every
+ * type with valid and invalid ids, masks and flags; aio_send, aio_recv and
+ * aio_sendfile with good and bad sockets, buffers, sizes and flags; reads
+ * and writes that make events happen; SO_ASYNC_SOCK toggles; and closes of
+ * random descriptors, queues and sockets with requests outstanding, while
+ * other threads use them.
+ *
+ * It checks what it can see from user space: every failure is one of the
+ * errnos docs/abi.md documents for that call; afterwards each queue still
+ * works; and once every queue is closed no page stays pinned. What it
+ * cannot see, a kernel report, the lab finds on the console (run it with
+ * PROFILE=debug for KASAN, lockdep and kmemleak).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+
+#include "kselftest.h"
+#include "kevent_user.h"
+
+#define SLOTS		24
+#define BUF_SIZE	(1 << 20)
+
+enum kind { K_QUEUE, K_PIPE, K_TCP, K_UDP, K_EVENTFD, K_TIMERFD, K_DIR, K_FILE, K_KINDS };
+
+static atomic_int slot_fd[SLOTS];
+static atomic_long bad_errno, calls, ok_calls, accept_timeouts;
+static unsigned char *ro_page;
+static char failure[256];
+static pthread_mutex_t failure_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t next(uint64_t *s)
+{
+	/* xorshift64* */
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dULL;
+}
+
+static unsigned int pick(uint64_t *s, unsigned int n)
+{
+	return next(s) % n;
+}
+
+static void unexpected(const char *call, int err)
+{
+	atomic_fetch_add(&bad_errno, 1);
+	pthread_mutex_lock(&failure_lock);
+	if (!failure[0])
+		snprintf(failure, sizeof(failure), "%s failed with %s (%d), which it never documents",
+			 call, strerror(err), err);
+	pthread_mutex_unlock(&failure_lock);
+}
+
+/* The errnos each call documents (docs/abi.md); anything else is a finding. */
+enum what { CTL, ENTRY, AIO, NAIO_DONE, BROKEN };
+
+static int allowed(enum what what, int err)
+{
+	static const int ctl[] = { EBADF, EINVAL, EFAULT, E2BIG, ENOMEM, EINTR };
+	static const int entry[] = { EINVAL, EOPNOTSUPP, EEXIST, ENOENT, ENOSPC, EBADF,
+				     EPERM, ELOOP, ENOTSOCK, ENOTDIR, EACCES, ENOMEM };
+	static const int aio[] = { EINVAL, E2BIG, EBADF, ENOTSOCK, ESOCKTNOSUPPORT, EBADFD,
+				   ENOTCONN, EOPNOTSUPP, EFAULT, ENOMEM };
+	static const int naio_done[] = { 0, ECONNRESET, EPIPE, ETIMEDOUT };
+	static const int broken[] = { EBADF, ENOENT };
+	static const struct { const int *set; size_t n; } sets[] = {
+		[CTL]		= { ctl, sizeof(ctl) / sizeof(int) },
+		[ENTRY]		= { entry, sizeof(entry) / sizeof(int) },
+		[AIO]		= { aio, sizeof(aio) / sizeof(int) },
+		[NAIO_DONE]	= { naio_done, sizeof(naio_done) / sizeof(int) },
+		[BROKEN]	= { broken, sizeof(broken) / sizeof(int) },
+	};
+	size_t i;
+
+	for (i = 0; i < sets[what].n; i++)
+		if (sets[what].set[i] == err)
+			return 1;
+	return 0;
+}
+
+/*
+ * A new descriptor of kind @k. All are non-blocking: a slot may change its
+ * kind between any two calls of another thread, and no call may wait.
+ */
+static int make(uint64_t *s, enum kind k)
+{
+	int fd = -1, p[2], one = 1;
+
+	switch (k) {
+	case K_QUEUE:
+		return kevent_init();
+	case K_PIPE:
+		if (pipe2(p, O_NONBLOCK))
+			return -1;
+		/* Keep one end: the other is closed, or kept in a slot too. */
+		if (pick(s, 2))
+			close(p[1]);
+		return pick(s, 2) ? p[0] : p[1];
+	case K_TCP: {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		socklen_t len = sizeof(sa);
+		int ls = socket(AF_INET, SOCK_STREAM, 0), c;
+
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 2) ||
+		    getsockname(ls, (void *)&sa, &len)) {
+			close(ls);
+			return -1;
+		}
+		c = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(c, (void *)&sa, sizeof(sa))) {
+			close(ls);
+			close(c);
+			return -1;
+		}
+		/*
+		 * Not a blocking accept(): under the fuzzer's load loopback may
+		 * drop the handshake's last ACK, and the retry takes seconds.
+		 */
+		{
+			struct pollfd pfd = { .fd = ls, .events = POLLIN };
+
+			fd = poll(&pfd, 1, 5000) == 1 ?
+			     accept4(ls, NULL, NULL, SOCK_NONBLOCK) : -1;
+		}
+		if (fd < 0)
+			atomic_fetch_add(&accept_timeouts, 1);
+		close(ls);
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		kevent_set_async(c, pick(s, 4) != 0);
+		kevent_set_async(fd, pick(s, 4) != 0);
+		/* One end in the slot; the other is the peer, kept or not. */
+		if (pick(s, 3)) {
+			close(c);
+		} else {
+			int i = pick(s, SLOTS), old = atomic_exchange(&slot_fd[i], c);
+
+			if (old >= 0)
+				close(old);
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		return fd;
+	}
+	case K_UDP:
+		return socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	case K_EVENTFD:
+		return eventfd(0, EFD_NONBLOCK);
+	case K_TIMERFD: {
+		struct itimerspec its = { { 0, 1000000 }, { 0, 1000000 } };
+
+		fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+		timerfd_settime(fd, 0, &its, NULL);
+		return fd;
+	}
+	case K_DIR:
+		return open("/tmp", O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+	default: {
+		char path[] = "/tmp/kevent_fuzz.XXXXXX";
+
+		fd = mkstemp(path);
+		if (fd >= 0) {
+			unlink(path);
+			/* A size to send: the fuzzer checks errnos, not this. */
+			(void)!ftruncate(fd, 64 * 1024);
+		}
+		return fd;
+	}
+	}
+}
+
+static int any_fd(uint64_t *s)
+{
+	switch (pick(s, 8)) {
+	case 0:
+		return -1;
+	case 1:
+		return 1000 + pick(s, 100);	/* not open */
+	default:
+		return atomic_load(&slot_fd[pick(s, SLOTS)]);
+	}
+}
+
+static struct ukevent random_ukevent(uint64_t *s)
+{
+	static const unsigned int masks[] = { 0, 1, 2, 4, 7, 0x3f, 0x1fff, 0xffffffff };
+	struct ukevent uk;
+
+	memset(&uk, 0, sizeof(uk));
+	uk.type = pick(s, 8) ? pick(s, KEVENT_MAX) : next(s);
+	uk.id.raw[0] = uk.type == KEVENT_TIMER ? pick(s, 20) : (unsigned int)any_fd(s);
+	uk.id.raw[1] = pick(s, 4);
+	uk.event = masks[pick(s, 8)];
+	uk.req_flags = pick(s, 6) ? pick(s, 2) : next(s);
+	uk.ptr = next(s);
+	return uk;
+}
+
+static void do_ctl(uint64_t *s)
+{
+	unsigned int cmd = pick(s, 10) ? pick(s, 4) : pick(s, 8), n = 1 + pick(s, 8), i;
+	int kq = pick(s, 10) ? atomic_load(&slot_fd[pick(s, 4)]) : any_fd(s);
+	struct ukevent uk[8];
+	long ret;
+
+	for (i = 0; i < n; i++)
+		uk[i] = random_ukevent(s);
+	if (cmd == KEVENT_CTL_INIT) {
+		ret = kevent_init();
+		if (ret >= 0)
+			close(ret);
+		return;
+	}
+	ret = kevent_cmd(kq, cmd, uk, n, pick(s, 3));
+	atomic_fetch_add(&calls, 1);
+	if (ret < 0) {
+		if (!allowed(CTL, errno))
+			unexpected("kevent_ctl", errno);
+		return;
+	}
+	atomic_fetch_add(&ok_calls, 1);
+	for (i = 0; i < (cmd == KEVENT_CTL_WAIT ? (unsigned int)ret : n); i++) {
+		if (cmd != KEVENT_CTL_WAIT) {
+			if (uk[i].ret_flags & KEVENT_RET_BROKEN && !allowed(ENTRY, uk[i].ret_data[0]))
+				unexpected("a kevent_ctl entry", uk[i].ret_data[0]);
+		} else if (uk[i].type == KEVENT_NAIO) {
+			if (!allowed(NAIO_DONE, uk[i].ret_data[1]))
+				unexpected("a NAIO completion", uk[i].ret_data[1]);
+		} else if (uk[i].ret_flags & KEVENT_RET_BROKEN && !allowed(BROKEN, uk[i].ret_data[0])) {
+			unexpected("a broken kevent", uk[i].ret_data[0]);
+		}
+	}
+}
+
+static void do_aio(uint64_t *s, unsigned char *buf)
+{
+	static const size_t sizes[] = { 0, 1, 100, 4096, 65536, 300000, BUF_SIZE,
+					KEVENT_NAIO_MAX_SIZE + 1 };
+	int kq = pick(s, 8) ? atomic_load(&slot_fd[pick(s, 4)]) : any_fd(s);
+	int sock = any_fd(s), op = pick(s, 3);
+	size_t size = sizes[pick(s, 8)];
+	unsigned int flags = pick(s, 8) ? 0 : next(s) % 4;
+	void *p;
+	long ret;
+
+	switch (pick(s, 8)) {
+	case 0:
+		p = NULL;
+		break;
+	case 1:
+		p = ro_page;
+		break;
+	case 2:
+		p = (void *)(uintptr_t)next(s);
+		break;
+	default:
+		p = buf + pick(s, 4096);
+		if (size > BUF_SIZE - 4096)
+			size = BUF_SIZE - 4096;
+	}
+	if (op == 0)
+		ret = kevent_aio_send(kq, sock, p, size, flags);
+	else if (op == 1)
+		ret = kevent_aio_recv(kq, sock, p, size, flags);
+	else
+		ret = kevent_aio_sendfile(kq, any_fd(s), sock, size, flags);
+	atomic_fetch_add(&calls, 1);
+	if (ret >= 0)
+		atomic_fetch_add(&ok_calls, 1);
+	else if (!allowed(AIO, errno))
+		unexpected(op == 0 ? "aio_send" : op == 1 ? "aio_recv" : "aio_sendfile", errno);
+}
+
+/* Make events happen: data on pipes and sockets, eventfd counts. */
+static void do_io(uint64_t *s, unsigned char *buf)
+{
+	int fd = atomic_load(&slot_fd[pick(s, SLOTS)]);
+
+	if (fd < 0)
+		return;
+	size_t n = 1 + pick(s, 8192);
+
+	/* Any outcome will do: this only makes events happen. */
+	if (pick(s, 2))
+		(void)!write(fd, buf, n);
+	else
+		(void)!read(fd, buf, n);
+}
+
+/* Close a slot, maybe while others use it, and fill it anew. */
+static void do_close(uint64_t *s)
+{
+	int i = pick(s, SLOTS), fd = make(s, i < 4 ? K_QUEUE : pick(s, K_KINDS));
+	int old = atomic_exchange(&slot_fd[i], fd);
+
+	if (old >= 0)
+		close(old);
+}
+
+static void do_sockopt(uint64_t *s)
+{
+	int fd = any_fd(s), on = pick(s, 2);
+
+	setsockopt(fd, SOL_SOCKET, SO_ASYNC_SOCK, &on, sizeof(on));
+}
+
+struct worker {
+	uint64_t seed;
+	long count;
+	pthread_t thread;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char *buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t s = w->seed;
+	long i;
+
+	if (buf == MAP_FAILED)
+		return NULL;
+	memset(buf, 0x5a, BUF_SIZE);
+	for (i = 0; i < w->count; i++) {
+		switch (pick(&s, 16)) {
+		case 0 ... 5:
+			do_ctl(&s);
+			break;
+		case 6 ... 9:
+			do_aio(&s, buf);
+			break;
+		case 10 ... 12:
+			do_io(&s, buf);
+			break;
+		case 13 ... 14:
+			do_close(&s);
+			break;
+		default:
+			do_sockopt(&s);
+		}
+	}
+	/* The buffer may still be the target of requests: leave it mapped. */
+	return NULL;
+}
+
+/* After the storm: every queue still takes a timer and delivers it. */
+static int queues_work(void)
+{
+	int i, good = 1;
+
+	for (i = 0; i < 4; i++) {
+		int kq = atomic_load(&slot_fd[i]);
+		struct ukevent uk = kevent_timer(1, 0xf0f0, KEVENT_REQ_ONESHOT), ev[8];
+		long n, tries;
+
+		if (kq < 0 || kevent_queued(kq) < 0)
+			continue;	/* closed at the end, or another kind */
+		if (kevent_add(kq, &uk, 1) != 1) {
+			ksft_print_msg("queue %d: ADD of a timer: %s\n", kq, strerror(uk.ret_data[0]));
+			good = 0;
+			continue;
+		}
+		/* Other kevents may come first; the timer must come. */
+		for (tries = 0; tries < 200; tries++) {
+			n = kevent_wait(kq, ev, 1, 1000);
+			if (n == 1 && ev[0].type == KEVENT_TIMER && ev[0].id.raw[1] == 0xf0f0)
+				break;
+			if (n == 0)
+				tries = 200;
+		}
+		if (tries >= 200) {
+			ksft_print_msg("queue %d: the timer never came\n", kq);
+			good = 0;
+		}
+	}
+	return good;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker w[16];
+	uint64_t seed;
+	long count, pinned;
+	int threads, i;
+
+	if (argc != 4 || (threads = atoi(argv[3])) < 1 || threads > 16) {
+		fprintf(stderr, "usage: %s SEED COUNT THREADS (1..16)\n", argv[0]);
+		return 2;
+	}
+	seed = strtoull(argv[1], NULL, 0);
+	/* Writes to pipes whose reader is gone are part of the game. */
+	signal(SIGPIPE, SIG_IGN);
+	count = atol(argv[2]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ksft_print_header();
+	ksft_set_plan(3);
+	ksft_print_msg("seed %llu, %ld calls, %d threads (rerun: kevent_fuzz %llu %ld %d)\n",
+		       (unsigned long long)seed, count, threads,
+		       (unsigned long long)seed, count, threads);
+
+	ro_page = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	{
+		uint64_t s = seed ^ 0x9e3779b97f4a7c15ULL;
+
+		for (i = 0; i < SLOTS; i++)
+			atomic_store(&slot_fd[i], make(&s, i < 4 ? K_QUEUE : i % K_KINDS));
+	}
+	for (i = 0; i < threads; i++) {
+		w[i].seed = seed * 0x100000001b3ULL + i + 1;
+		w[i].count = count / threads;
+		pthread_create(&w[i].thread, NULL, work, &w[i]);
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(w[i].thread, NULL);
+
+	ksft_print_msg("%ld calls checked, %ld succeeded, %ld with an undocumented errno\n",
+		       atomic_load(&calls), atomic_load(&ok_calls), atomic_load(&bad_errno));
+	if (failure[0])
+		ksft_print_msg("first: %s\n", failure);
+	if (atomic_load(&accept_timeouts))
+		ksft_print_msg("%ld loopback connections were not accepted within 5 s\n",
+			       atomic_load(&accept_timeouts));
+	ksft_test_result(!atomic_load(&bad_errno), "only_documented_errnos\n");
+	ksft_test_result(queues_work(), "queues_still_work\n");
+
+	for (i = 0; i < SLOTS; i++) {
+		int fd = atomic_exchange(&slot_fd[i], -1);
+
+		if (fd >= 0)
+			close(fd);
+	}
+	/* Descriptors the fuzzer lost track of (peers, dups) close here. */
+	for (i = 3; i < 1024; i++)
+		close(i);
+	pinned = kevent_wait_unpinned(20000);
+	if (pinned)
+		ksft_print_msg("%ld pages still pinned 20 s after every queue was closed\n", pinned);
+	ksft_test_result(!pinned, "no_pages_pinned\n");
+	ksft_finished();
+}
