@@ -470,6 +470,45 @@ TEST_F(naio, exit_with_requests_outstanding)
 	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
 }
 
+/* The same, killed by SIGKILL while it waits with requests outstanding. */
+TEST_F(naio, killed_with_requests_outstanding)
+{
+	int status, ready[2];
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		int kq = kevent_init(), i, ok = kq >= 0;
+
+		/*
+		 * Receives nobody sends to, and more to send than the peer,
+		 * who does not read, takes: they stay outstanding.
+		 */
+		for (i = 0; i < 4; i++) {
+			ok &= kevent_aio_recv(kq, self->s[0], self->rx + i * MIB, MIB, 0) >= 0;
+			ok &= kevent_aio_send(kq, self->s[0], self->tx + i * 2 * MIB,
+					      2 * MIB, 0) >= 0;
+		}
+		(void)!write(ready[1], ok ? "y" : "n", 1);
+		pause();
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	EXPECT_EQ('y', c);
+	/* Its requests are outstanding: their pages are pinned now. */
+	EXPECT_LT(0, kevent_vmstat("nr_foll_pin_acquired") -
+		     kevent_vmstat("nr_foll_pin_released"));
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	close(ready[0]);
+	close(ready[1]);
+}
+
 /* Pinned pages count against RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
 TEST_F(naio, memlock_limit)
 {
