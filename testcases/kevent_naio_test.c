@@ -448,6 +448,23 @@ TEST_F(naio, closed_queue_cancels)
 	ASSERT_EQ(3, write(self->s[0], "abc", 3));
 }
 
+/*
+ * On a new queue, requests that stay outstanding: receives on s[0], which
+ * nobody sends to, and more to send from it than the peer, who does not
+ * read, takes. Returns whether all of them started.
+ */
+static int start_stuck_requests(FIXTURE_DATA(naio) *self)
+{
+	int kq = kevent_init(), i, ok = kq >= 0;
+
+	for (i = 0; i < 4; i++) {
+		ok &= kevent_aio_recv(kq, self->s[0], self->rx + i * MIB, MIB, 0) >= 0;
+		ok &= kevent_aio_send(kq, self->s[0], self->tx + i * 2 * MIB,
+				      2 * MIB, 0) >= 0;
+	}
+	return ok;
+}
+
 /* A process that exits with requests outstanding leaves nothing pinned. */
 TEST_F(naio, exit_with_requests_outstanding)
 {
@@ -455,16 +472,8 @@ TEST_F(naio, exit_with_requests_outstanding)
 	pid_t pid = fork();
 
 	ASSERT_GE(pid, 0);
-	if (!pid) {
-		int kq = kevent_init(), i, ok = kq >= 0;
-
-		for (i = 0; i < 4; i++) {
-			ok &= kevent_aio_recv(kq, self->s[1], self->rx + i * MIB, MIB, 0) >= 0;
-			ok &= kevent_aio_send(kq, self->s[0], self->tx + i * 2 * MIB,
-					      2 * MIB, 0) >= 0;
-		}
-		_exit(ok ? 0 : 1);
-	}
+	if (!pid)
+		_exit(start_stuck_requests(self) ? 0 : 1);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
@@ -481,18 +490,7 @@ TEST_F(naio, killed_with_requests_outstanding)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (!pid) {
-		int kq = kevent_init(), i, ok = kq >= 0;
-
-		/*
-		 * Receives nobody sends to, and more to send than the peer,
-		 * who does not read, takes: they stay outstanding.
-		 */
-		for (i = 0; i < 4; i++) {
-			ok &= kevent_aio_recv(kq, self->s[0], self->rx + i * MIB, MIB, 0) >= 0;
-			ok &= kevent_aio_send(kq, self->s[0], self->tx + i * 2 * MIB,
-					      2 * MIB, 0) >= 0;
-		}
-		(void)!write(ready[1], ok ? "y" : "n", 1);
+		(void)!write(ready[1], start_stuck_requests(self) ? "y" : "n", 1);
 		pause();
 		_exit(0);
 	}
