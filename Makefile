@@ -4,7 +4,11 @@
 #   make lab-run [LAB=default] [PROFILE=debug]   build what is missing, run a lab
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
+#   make bench                   the benchmarks: build/bench/, docs/performance.md
+#   make lab-trace [LAB=trace] [HOST=a RUN=SUITE/PART] [EVENTS=kevent,...]
+#                                one run with tracepoints on; the trace, told as a story
 #   make lab-start|lab-status|lab-stop|lab-crash [LAB=...] [ID=...]   a lab left running
+#   make exercise EX=NN [ANSWER=file]   check an answer to docs/exercises/NN-*.md
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
 #        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
@@ -21,7 +25,7 @@ KSRC       ?=
 LAB        ?= default
 # The labs `make test` runs besides LAB, each checked against its signature
 # (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
-TEST_LABS  ?= star routed crash
+TEST_LABS  ?= star routed crash trace
 # The labs `make test` runs again on the debug kernel (PROFILE=debug), where
 # any KASAN, lockdep, kmemleak or debug-objects report fails a host;
 # results in build/results/debug/NAME.
@@ -48,13 +52,14 @@ KMAKE       = $(MAKE) -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
-	lab-start lab-status lab-stop lab-crash \
-	unit test bench kernel-dev kernel-export checkpatch clean distclean help
+	lab-start lab-status lab-stop lab-crash lab-trace \
+	unit test bench bench-smoke kernel-dev kernel-export checkpatch clean distclean help \
+	exercise exercises-check
 
 all: $(KERNEL) $(B)/rootfs.cpio
 
 help:
-	@sed -n '1,12p' Makefile
+	@sed -n '1,14p' Makefile
 
 deps:
 	@scripts/deps.sh install
@@ -104,7 +109,7 @@ headers: $(HDR)/.stamp
 testcases: $(HDR)/.stamp
 	@$(MAKE) -s -C testcases KSRC=$(SRC) HDR=$(HDR)/include OUT=$(B)/testcases
 
-$(B)/rootfs.cpio: testcases $(KERNEL) rootfs/init rootfs/initramfs.list rootfs/mkinitramfs.sh
+$(B)/rootfs.cpio: testcases $(KERNEL) rootfs/init rootfs/lab_trace rootfs/initramfs.list rootfs/mkinitramfs.sh
 	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@
 
 rootfs: $(B)/rootfs.cpio
@@ -116,6 +121,13 @@ LAB_RESULTS ?= $(RESULTS)
 lab-run: $(KERNEL) $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(KERNEL) \
 		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS) $(if $(EXPECT),--expect)
+
+# A run with tracepoints on (docs/internals.md): by default lab trace, one
+# TCP message through kevent_echo; the trace lands in build/results/trace.
+lab-trace: $(KERNEL) $(B)/rootfs.cpio
+	@$(PYTHON) lab/labctl trace --lab $(if $(filter command line,$(origin LAB)),$(LAB),trace) \
+		--kernel $(KERNEL) --rootfs $(B)/rootfs.cpio --results $(RESULTS)/trace \
+		$(HOST) $(RUN) $(if $(EVENTS),--events $(EVENTS))
 
 # One boot with no lab: the built-in KUnit suites run, and the kernel's own
 # kunit.py parses the console.
@@ -142,6 +154,8 @@ test:
 			echo "== lab $$l"; \
 			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \
 		done; \
+		echo "== exercises: reference solutions pass, starters fail as recorded"; \
+		$(MAKE) -s exercises-check || rc=1; \
 		echo "== debug kernel (KASAN, lockdep, kmemleak, debug objects)"; \
 		if $(MAKE) -s kernel PROFILE=debug; then \
 			for l in $(DEBUG_LABS); do \
@@ -149,13 +163,72 @@ test:
 				$(MAKE) -s lab-run PROFILE=debug LAB=$$l LAB_RESULTS=$(RESULTS)/debug/$$l || rc=1; \
 			done; \
 		else rc=1; echo "the debug kernel did not build: its labs do not run" >&2; fi; \
+		echo "== benchmarks at smoke sizes (lab bench-smoke)"; $(MAKE) -s bench-smoke || rc=1; \
 	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
 	exit $$rc
 
-bench:
-	@echo "make bench: the benchmarks are not written yet (see the benchmarks issue)." >&2
-	@exit 1
+# ---- exercises (docs/exercises/) --------------------------------------------
+# make exercise EX=01 [ANSWER=my-echo.c]: the answer and the exercise's
+# checkers are built into build/exercises/NN/bin beside the testcases (never
+# into build/testcases), packed into their own rootfs, and the lab
+# lab/labs/ex-NN-NAME runs them; results in build/exercises/NN/results.
+EXERCISES  := $(sort $(notdir $(wildcard exercises/[0-9][0-9]-*)))
+EX_ENV      = KERNEL=$(KERNEL) GEN_INIT_CPIO=$(OBJ)/usr/gen_init_cpio BUSYBOX=$(BUSYBOX) \
+	      KSRC=$(SRC) HDR=$(HDR)/include TESTCASES=$(B)/testcases PYTHON=$(PYTHON)
+
+exercise: $(KERNEL) testcases
+	@$(EX_ENV) exercises/exercise.sh "$(EX)" $(if $(ANSWER),"$(ANSWER)")
+
+# That every check can fail: each exercise's lab with its reference solution
+# (must pass) and with its untouched starter (must fail exactly as the lab's
+# signature, lab/labs/ex-NN-NAME/expected, records). Results under
+# build/results/labs/, where labctl total counts them.
+EX_CHECK_RESULTS ?= $(RESULTS)/labs
+exercises-check: $(KERNEL) testcases
+	@rc=0; for ex in $(EXERCISES); do \
+		n=$${ex%%-*}; sol=$$(ls exercises/$$ex/solution/answer.*); \
+		rm -rf $(EX_CHECK_RESULTS)/ex-$$ex.solution $(EX_CHECK_RESULTS)/ex-$$ex.starter; \
+		echo "== exercise $$ex, reference solution $$sol: must pass"; \
+		$(EX_ENV) exercises/exercise.sh $$ex $$sol --out $(B)/exercises/$$n-solution \
+			--results $(EX_CHECK_RESULTS)/ex-$$ex.solution || rc=1; \
+		echo "== exercise $$ex, untouched starter: must fail as lab/labs/ex-$$ex/expected says"; \
+		$(EX_ENV) exercises/exercise.sh $$ex --out $(B)/exercises/$$n-starter \
+			--results $(EX_CHECK_RESULTS)/ex-$$ex.starter --expect || rc=1; \
+	done; exit $$rc
+
+# ---- benchmarks --------------------------------------------------------------
+# make bench: lab/labs/bench (hosts pinned to CPUs), then the lab's own
+# timings, into build/bench/ (bench.json, table.txt, *.svg) and
+# docs/performance.md. Not part of make test, which runs bench-smoke: every
+# benchmark at tiny sizes, checking its counts, so that none of them rots.
+BENCH       := $(B)/bench
+
+bench: $(KERNEL) $(B)/rootfs.cpio
+	@rm -rf $(BENCH) && mkdir -p $(BENCH)
+	@echo "== warm build (make all with nothing to do)"
+	@t0=$$(date +%s.%N); $(MAKE) -s all; t1=$$(date +%s.%N); \
+	echo "$$t1 - $$t0" | bc > $(BENCH)/warm_build_s
+	@echo "== lab bench"
+	@rc=0; $(PYTHON) lab/labctl run --lab bench --kernel $(KERNEL) --rootfs $(B)/rootfs.cpio \
+		--results $(BENCH)/lab || rc=1; \
+	echo "== warm make lab-run (lab $(LAB))"; \
+	t0=$$(date +%s.%N); $(MAKE) -s lab-run LAB_RESULTS=$(BENCH)/lab-run >$(BENCH)/lab-run.log 2>&1 || rc=1; \
+	t1=$$(date +%s.%N); tail -n 1 $(BENCH)/lab-run.log; \
+	$(PYTHON) lab/labctl bench --results $(BENCH)/lab --out $(BENCH) --doc docs/performance.md \
+		--timing warm_build_s=$$(cat $(BENCH)/warm_build_s) \
+		--timing lab_run_s=$$(echo "$$t1 - $$t0" | bc) || rc=1; \
+	exit $$rc
+
+# The benchmarks at smoke sizes: results in LAB_RESULTS (make test: under
+# build/results/labs/, so that labctl total counts them), figures beside them.
+BENCH_SMOKE_RESULTS ?= $(RESULTS)/labs/bench-smoke
+bench-smoke: $(KERNEL) $(B)/rootfs.cpio
+	@rc=0; $(PYTHON) lab/labctl run --lab bench-smoke --kernel $(KERNEL) --rootfs $(B)/rootfs.cpio \
+		--results $(BENCH_SMOKE_RESULTS) || rc=1; \
+	$(PYTHON) lab/labctl bench --results $(BENCH_SMOKE_RESULTS) \
+		--out $(BENCH_SMOKE_RESULTS)/bench >/dev/null || rc=1; \
+	exit $$rc
 
 # ---- kernel development ------------------------------------------------------
 

@@ -5,7 +5,8 @@
  * KEVENT_INODE_TEST_DIR (default /tmp, tmpfs in the lab's guests) names the
  * file system to test on. Every change must be reported once, with the
  * right event (a create is never reported as a remove, the bug of the 2006
- * code), and nothing may be reported after it.
+ * code), and nothing may be reported after it. The errors of KEVENT_INODE
+ * requests come last.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -196,7 +197,9 @@ TEST_F(dir, removed_while_open)
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
 	/* But nothing new can watch it. */
 	EXPECT_EQ(0, kevent_add(kq2, &uk, 1));
-	EXPECT_EQ(ENOENT, uk.ret_data[0]);
+	EXPECT_ENTRY_FAILS_WITH(ENOENT, uk, "ADD of a removed directory");
+	EXPECT_EQ(0, kevent_queued(kq2));
+	EXPECT_QUEUE_WORKS(kq2);
 	close(kq2);
 	close(self->dfd);
 	self->dfd = -1;
@@ -252,23 +255,94 @@ TEST_F(dir, needs_read_permission)
 		uk = kinode(fd, KEVENT_INODE_CREATE, 0);
 		if (kevent_add(kq, &uk, 1) != 0)
 			_exit(12);
-		_exit(uk.ret_data[0] == EACCES ? 0 : 13);
+		if (uk.ret_flags != KEVENT_RET_BROKEN || uk.ret_data[0] != EACCES)
+			_exit(13);
+		_exit(kevent_queued(kq) == 0 && !kevent_queue_check(kq) ? 0 : 14);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status)) TH_LOG("child exit %d (13: not EACCES)", WEXITSTATUS(status));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child exit %d (13: not EACCES, 14: the queue no longer works)",
+		       WEXITSTATUS(status));
 }
 
-TEST(bad_fds)
+/* Bad input (docs/abi.md, "Errors"): the entry fails, the queue works on. */
+
+TEST_F(dir, event_without_an_inode_bit_is_einval)
 {
-	int kq = kevent_init(), fd = open("/proc/self/stat", O_RDONLY);
-	struct ukevent uk[2] = { kinode(fd, KEVENT_INODE_CREATE, 0),
-				 kinode(9999, KEVENT_INODE_CREATE, 0) };
+	static const unsigned int bad[] = { 0, 0x4, 0x80000000u, 0xfffffffcu };
+	struct ukevent held = kinode(self->dfd, KEVENT_INODE_CREATE, 0), uk;
+	int other = open(self->other, O_RDONLY | O_DIRECTORY);
+	unsigned int i, event, flags;
+	char what[64];
+
+	ASSERT_GE(other, 0);
+	ASSERT_EQ(1, kevent_add(self->kq, &held, 1));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uk = kinode(other, bad[i], 0);
+		snprintf(what, sizeof(what), "ADD, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_add(self->kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
+		uk = held;
+		uk.event = bad[i];
+		snprintf(what, sizeof(what), "MODIFY, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_modify(self->kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
+	}
+	EXPECT_EQ(1, kevent_queued(self->kq));
+	ASSERT_EQ(0, kevent_fdinfo_kevent(self->kq, &held, &event, &flags));
+	EXPECT_EQ(KEVENT_INODE_CREATE, event);
+	EXPECT_QUEUE_WORKS(self->kq);
+	close(other);
+}
+
+TEST(closed_fd_is_ebadf)
+{
+	int kq = kevent_init(), closed = open("/", O_RDONLY | O_DIRECTORY);
+	struct ukevent uk[3] = {
+		kinode(closed, KEVENT_INODE_CREATE, 0),
+		kinode(9999, KEVENT_INODE_CREATE, 0),	/* never opened */
+		kinode(-1, KEVENT_INODE_CREATE, 0),	/* 0xffffffff */
+	};
+	static const char *const what[] = { "closed directory", "9999", "-1" };
+	int i;
 
 	ASSERT_GE(kq, 0);
-	EXPECT_EQ(0, kevent_add(kq, uk, 2));
-	EXPECT_EQ(ENOTDIR, uk[0].ret_data[0]);
-	EXPECT_EQ(EBADF, uk[1].ret_data[0]);
-	close(fd);
+	ASSERT_GE(closed, 0);
+	close(closed);
+	EXPECT_EQ(0, kevent_add(kq, uk, 3));
+	for (i = 0; i < 3; i++)
+		EXPECT_ENTRY_FAILS_WITH(EBADF, uk[i], what[i]);
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(kq);
+}
+
+TEST(not_a_directory_is_enotdir)
+{
+	int kq = kevent_init(), file = open("/proc/self/stat", O_RDONLY);
+	int path = open("/proc/self/stat", O_PATH), p[2];
+	struct ukevent uk[4];
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(file, 0);
+	ASSERT_GE(path, 0);
+	ASSERT_EQ(0, pipe(p));
+	uk[0] = kinode(file, KEVENT_INODE_CREATE, 0);
+	uk[1] = kinode(path, KEVENT_INODE_CREATE, 0);
+	uk[2] = kinode(p[0], KEVENT_INODE_CREATE, 0);
+	uk[3] = kinode(kq, KEVENT_INODE_CREATE, 0);
+	EXPECT_EQ(0, kevent_add(kq, uk, 4));
+	EXPECT_ENTRY_FAILS_WITH(ENOTDIR, uk[0], "regular file");
+	EXPECT_ENTRY_FAILS_WITH(ENOTDIR, uk[1], "O_PATH of a regular file");
+	EXPECT_ENTRY_FAILS_WITH(ENOTDIR, uk[2], "pipe");
+	EXPECT_ENTRY_FAILS_WITH(ENOTDIR, uk[3], "a kevent queue");
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(p[0]);
+	close(p[1]);
+	close(path);
+	close(file);
 	close(kq);
 }
 

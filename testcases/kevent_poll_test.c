@@ -2,7 +2,7 @@
 /*
  * kevent_poll_test: KEVENT_POLL on pipes, eventfd, timerfd and kevent
  * queues; level and oneshot delivery; MODIFY; a closed watched fd; no lost
- * wake-ups.
+ * wake-ups; and the errors of KEVENT_POLL requests.
  *
  * An event must arrive (WAIT returns it within a generous timeout), must
  * not arrive early (WAIT with timeout 0 before the cause returns nothing),
@@ -183,22 +183,93 @@ TEST_F(pipe, remove_then_write_delivers_nothing)
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
 }
 
-TEST(bad_fds)
+/* Bad input (docs/abi.md, "Errors"): the entry fails, the queue works on. */
+
+TEST_F(pipe, event_without_a_poll_bit_is_einval)
 {
-	int kq = kevent_init(), fd = open("/proc/self/stat", O_RDONLY);
-	struct ukevent uk[3] = {
-		kpoll(fd, KEVENT_POLL_POLLIN, 0),	/* a regular file */
-		kpoll(9999, KEVENT_POLL_POLLIN, 0),	/* not open */
-		kpoll(kq, KEVENT_POLL_POLLIN, 0),	/* itself */
+	/* 0x800 is the one hole among the KEVENT_POLL_* bits. */
+	static const unsigned int bad[] = { 0, 0x800, 0x2000, 0xffffe800u };
+	struct ukevent held = kpoll(self->p[0], KEVENT_POLL_POLLIN, 0), uk;
+	unsigned int i, event, flags;
+	char what[64];
+
+	ASSERT_EQ(1, kevent_add(self->kq, &held, 1));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uk = kpoll(self->p[1], bad[i], 0);
+		snprintf(what, sizeof(what), "ADD, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_add(self->kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
+		uk = held;
+		uk.event = bad[i];
+		snprintf(what, sizeof(what), "MODIFY, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_modify(self->kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
+	}
+	EXPECT_EQ(1, kevent_queued(self->kq));
+	ASSERT_EQ(0, kevent_fdinfo_kevent(self->kq, &held, &event, &flags));
+	EXPECT_EQ(KEVENT_POLL_POLLIN, event);
+	EXPECT_QUEUE_WORKS(self->kq);
+}
+
+TEST(closed_fd_is_ebadf)
+{
+	int kq = kevent_init(), closed = open("/", O_RDONLY), path = open("/", O_PATH);
+	struct ukevent uk[4] = {
+		kpoll(closed, KEVENT_POLL_POLLIN, 0),
+		kpoll(9999, KEVENT_POLL_POLLIN, 0),	/* never opened */
+		kpoll(-1, KEVENT_POLL_POLLIN, 0),	/* 0xffffffff */
+		kpoll(path, KEVENT_POLL_POLLIN, 0),	/* O_PATH: no file to poll */
 	};
+	static const char *const what[] = { "closed", "9999", "-1", "O_PATH" };
+	int i;
 
 	ASSERT_GE(kq, 0);
-	ASSERT_GE(fd, 0);
-	EXPECT_EQ(0, kevent_add(kq, uk, 3));
-	EXPECT_EQ(EPERM, uk[0].ret_data[0]);
-	EXPECT_EQ(EBADF, uk[1].ret_data[0]);
-	EXPECT_EQ(ELOOP, uk[2].ret_data[0]);
-	close(fd);
+	ASSERT_GE(closed, 0);
+	ASSERT_GE(path, 0);
+	close(closed);
+	EXPECT_EQ(0, kevent_add(kq, uk, 4));
+	for (i = 0; i < 4; i++)
+		EXPECT_ENTRY_FAILS_WITH(EBADF, uk[i], what[i]);
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(path);
+	close(kq);
+}
+
+TEST(file_without_poll_is_eperm)
+{
+	int kq = kevent_init(), file = open("/proc/self/stat", O_RDONLY);
+	int dir = open("/", O_RDONLY | O_DIRECTORY);
+	struct ukevent uk[2] = { kpoll(file, KEVENT_POLL_POLLIN, 0),
+				 kpoll(dir, KEVENT_POLL_POLLIN, 0) };
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(file, 0);
+	ASSERT_GE(dir, 0);
+	EXPECT_EQ(0, kevent_add(kq, uk, 2));
+	EXPECT_ENTRY_FAILS_WITH(EPERM, uk[0], "regular file");
+	EXPECT_ENTRY_FAILS_WITH(EPERM, uk[1], "directory");
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(file);
+	close(dir);
+	close(kq);
+}
+
+TEST(watching_itself_is_eloop)
+{
+	int kq = kevent_init(), again = dup(kq);
+	struct ukevent uk[2] = { kpoll(kq, KEVENT_POLL_POLLIN, 0),
+				 kpoll(again, KEVENT_POLL_POLLIN, 0) };
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(again, 0);
+	EXPECT_EQ(0, kevent_add(kq, uk, 2));
+	EXPECT_ENTRY_FAILS_WITH(ELOOP, uk[0], "its own fd");
+	EXPECT_ENTRY_FAILS_WITH(ELOOP, uk[1], "a dup() of it");
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(again);
 	close(kq);
 }
 
@@ -250,11 +321,20 @@ TEST(a_queue_watches_a_queue)
 	EXPECT_EQ(KEVENT_POLL_POLLIN, out.ret_data[0] & KEVENT_POLL_POLLIN);
 	ASSERT_EQ(1, kevent_wait(b, &out, 1, 0));
 	EXPECT_EQ(0, kevent_wait(a, &out, 1, NEVER));
-	/* One level only: b (watched) may not watch a, a (watching) may not be watched. */
+	/*
+	 * One level only: b (watched) may not watch a or c, and a (watching)
+	 * may not be watched by c. Each queue still works afterwards.
+	 */
 	EXPECT_EQ(0, kevent_add(b, &loop[0], 1));
-	EXPECT_EQ(ELOOP, loop[0].ret_data[0]);
+	EXPECT_ENTRY_FAILS_WITH(ELOOP, loop[0], "the watched queue watches its watcher");
+	EXPECT_EQ(0, kevent_add(b, &loop[1], 1));
+	EXPECT_ENTRY_FAILS_WITH(ELOOP, loop[1], "the watched queue watches another");
 	EXPECT_EQ(0, kevent_add(c, &loop[0], 1));
-	EXPECT_EQ(ELOOP, loop[0].ret_data[0]);
+	EXPECT_ENTRY_FAILS_WITH(ELOOP, loop[0], "another queue watches the watcher");
+	EXPECT_EQ(0, kevent_queued(b));
+	EXPECT_EQ(0, kevent_queued(c));
+	EXPECT_QUEUE_WORKS(b);
+	EXPECT_QUEUE_WORKS(c);
 	/* Closing b breaks a's kevent. */
 	close(b);
 	ASSERT_EQ(1, kevent_wait(a, &out, 1, SOON));

@@ -56,6 +56,7 @@ class Run:
     env: list[str] = field(default_factory=list)   # KEY=VALUE for the program
     part: str = ''          # 'echo' of 'socket/echo': one of several runs of a suite
     line: int = 0           # where it is in lab.conf
+    trace: list[str] = field(default_factory=list)  # tracepoints enabled while it runs
 
     @property
     def variables(self) -> list[str]:
@@ -74,6 +75,7 @@ class Host:
     mem: str = '128M'
     timeout: int = 300
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
+    cpu: int | None = None  # the CPU the host's UML processes are pinned to (benchmarks)
     forward: bool = False   # routes IPv4 between its interfaces
     uplink: str = ''        # the interface on a slirp uplink to this machine, or ''
     links: list[Link] = field(default_factory=list)
@@ -111,6 +113,24 @@ def _options(words: list[str], allowed: dict[str, str], err,
     return out
 
 
+RUN_USAGE = ('run needs: HOST SUITE [timeout=S] [background] [env=NAME=VALUE] [trace[=EVENTS]] '
+             '-- PROGRAM [ARGS...]')
+
+# What `trace` alone enables: every kevent tracepoint (include/trace/events/kevent.h).
+DEFAULT_TRACE = 'kevent'
+TRACE_RE = re.compile(r'^[a-z0-9_]+(:[a-z0-9_]+)?$')
+
+
+def parse_trace(value: str, err) -> list[str]:
+    """trace=kevent,net:netif_receive_skb: tracepoint systems or system:event."""
+    names = value.split(',')
+    for name in names:
+        if not TRACE_RE.match(name):
+            err(f'trace wants tracepoints as SYSTEM or SYSTEM:EVENT separated by commas '
+                f'(like kevent,net:netif_receive_skb), not {name!r}')
+    return names
+
+
 def _seconds(value: str, err) -> int:
     if not value.isdigit() or not 0 < int(value) <= 3600:
         err(f'timeout must be 1..3600 seconds, not {value!r}')
@@ -142,7 +162,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             if hname in hosts:
                 err(f'host {hname!r} is declared twice')
             opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE',
-                                       'forward': ''}, err)
+                                       'cpu': 'N', 'forward': ''}, err)
             host = Host(hname, forward='forward' in opts)
             for key in ('mem', 'disk'):
                 if key in opts:
@@ -151,6 +171,10 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                     setattr(host, key, opts[key][0])
             if 'timeout' in opts:
                 host.timeout = _seconds(opts['timeout'][0], err)
+            if 'cpu' in opts:
+                if not opts['cpu'][0].isdigit() or int(opts['cpu'][0]) > 1023:
+                    err(f'cpu must be a CPU number 0..1023, not {opts["cpu"][0]!r}')
+                host.cpu = int(opts['cpu'][0])
             hosts[hname] = host
 
         elif keyword == 'link':
@@ -220,11 +244,11 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
 
         elif keyword == 'run':
             if '--' not in args:
-                err('run needs: HOST SUITE [timeout=S] [background] -- PROGRAM [ARGS...]')
+                err(RUN_USAGE)
             cut = args.index('--')
             head, argv = args[:cut], args[cut + 1:]
             if len(head) < 2 or not argv:
-                err('run needs: HOST SUITE [timeout=S] [background] -- PROGRAM [ARGS...]')
+                err(RUN_USAGE)
             hname, suite = head[0], head[1]
             suite, _, part = suite.partition('/')
             if hname not in hosts:
@@ -236,7 +260,10 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'{head[1]!r} runs twice on host {hname!r}')
             if '/' in argv[0]:
                 err(f'program {argv[0]!r} must be a testcase name, not a path')
-            opts = _options(head[2:], {'timeout': 'SECONDS', 'background': '', 'env': 'KEY=VALUE'},
+            # A bare `trace` traces the kevent tracepoints.
+            opt_words = ['trace=' + DEFAULT_TRACE if w == 'trace' else w for w in head[2:]]
+            opts = _options(opt_words, {'timeout': 'SECONDS', 'background': '', 'env': 'KEY=VALUE',
+                                     'trace': 'EVENTS'},
                             err, repeatable=('env',))
             run = Run(suite, argv, background='background' in opts, part=part, line=lineno)
             for word in argv[1:]:
@@ -245,6 +272,11 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                         'whole word: ' + ', '.join('$' + v for v in RUN_VARS))
             if 'timeout' in opts:
                 run.timeout = _seconds(opts['timeout'][0], err)
+            if 'trace' in opts:
+                run.trace = parse_trace(opts['trace'][0], err)
+                if any(r.trace for r in hosts[hname].runs):
+                    err(f'host {hname!r} traces a run already: its trace buffer is one for the '
+                        'whole host, so one run per host may have trace')
             for pair in opts.get('env', []):
                 if not re.match(r'^[A-Z_][A-Z0-9_]*=\S*$', pair):
                     err(f'env must look like NAME=value, not {pair!r}')

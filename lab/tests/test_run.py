@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -203,3 +204,53 @@ def test_echo_service():
         echo.close()
     with pytest.raises(OSError):
         socket.create_connection(('127.0.0.1', echo.port), timeout=5)
+
+
+def test_pinned_cpu_wraps_onto_the_cpus_there_are():
+    assert run.pinned_cpu(0, [0, 1]) == 0
+    assert run.pinned_cpu(1, [0, 1]) == 1
+    assert run.pinned_cpu(2, [0, 1]) == 0
+    assert run.pinned_cpu(1, [6, 4]) == 6        # the second of those allowed, in order
+    assert run.pinned_cpu(0, [3]) == 3
+
+
+def test_uml_argv_pins_a_host_with_cpu():
+    h = topology.parse('host a\n').hosts['a']
+    plain = run.uml_argv(Path('/k/linux'), Path('/r'), h, 'u', Path('/t'), {}, None)
+    h.cpu = 1
+    argv = run.uml_argv(Path('/k/linux'), Path('/r'), h, 'u', Path('/t'), {}, None)
+    cpus = sorted(os.sched_getaffinity(0))
+    assert argv[:3] == ['taskset', '-c', str(cpus[1 % len(cpus)])]
+    assert argv[3:] == plain
+
+
+def test_trace_brackets_a_foreground_run():
+    h = topology.parse('host a\nrun a one -- p\nrun a two trace=kevent,net -- q\nrun a three -- r\n').hosts['a']
+    lines = run.run_script(h).splitlines()
+    start = lines.index('lab_trace start kevent net')
+    stop = lines.index('lab_trace stop /lab/a/two.trace')
+    two = [i for i, l in enumerate(lines) if '/lab/a/two.log' in l][0]
+    three = [i for i, l in enumerate(lines) if '/lab/a/three.log' in l][0]
+    assert start + 1 == two and stop == two + 1 and stop < three
+
+
+def test_trace_of_a_background_run_lasts_until_all_ended():
+    h = topology.parse('host a\nrun a srv background trace -- p\nrun a cl -- q\n').hosts['a']
+    lines = run.run_script(h).splitlines()
+    srv = [i for i, l in enumerate(lines) if '/lab/a/srv.log' in l][0]
+    assert lines[srv - 1] == 'lab_trace start kevent'
+    assert lines[-2:] == ['wait', 'lab_trace stop /lab/a/srv.trace']
+
+
+def test_collect_trace(tmp_path):
+    r = topology.parse('host a\nrun a s/p trace -- p\n').hosts['a'].runs[0]
+    rec = run.collect_trace(tmp_path / 'missing', tmp_path / 'out', 'a', r, False)
+    assert rec.status == 'fail' and 'no trace was written' in rec.message
+    assert rec.name == 'p.(trace)'
+    empty = tmp_path / 'empty.trace'
+    empty.write_text('# tracer: nop\n')
+    assert run.collect_trace(empty, tmp_path / 'o1', 'a', r, False).status == 'fail'
+    good = tmp_path / 'good.trace'
+    shutil.copy(GOLDEN / 'trace' / 'echo_server.trace', good)
+    rec = run.collect_trace(good, tmp_path / 'o2', 'a', r, False)
+    assert rec.status == 'pass' and (tmp_path / 'o2').exists()

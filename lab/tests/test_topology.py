@@ -118,3 +118,45 @@ def test_uplink_errors(text, line, words):
     assert e.value.line == line, e.value
     assert words in e.value.message
     assert str(e.value).startswith(f'labs/x/lab.conf:{line}: ')
+
+
+@pytest.mark.parametrize('name, cpus', [('bench', [0, 1]), ('bench-smoke', [0, 1])])
+def test_bench_labs_pin_their_hosts(name, cpus):
+    topo = topology.load(LABS / name / 'lab.conf')
+    assert [h.cpu for h in topo.hosts.values()] == cpus
+
+
+def test_cpu_option():
+    topo = topology.parse('host x cpu=3\nhost y\n')
+    assert topo.hosts['x'].cpu == 3 and topo.hosts['y'].cpu is None
+
+
+@pytest.mark.parametrize('value', ['-1', 'one', '1024', ''])
+def test_cpu_option_rejects(value):
+    with pytest.raises(topology.TopologyError, match='cpu must|unknown option'):
+        topology.parse(f'host x cpu={value}\n')
+
+
+def test_trace_option():
+    topo = topology.parse('host x\nrun x a trace -- p\nhost y\nrun y b trace=kevent,net:netif_receive_skb -- p\n'
+                          'run y c -- p\n')
+    assert topo.hosts['x'].runs[0].trace == ['kevent']
+    assert topo.hosts['y'].runs[0].trace == ['kevent', 'net:netif_receive_skb']
+    assert topo.hosts['y'].runs[1].trace == []
+
+
+def test_trace_lab_parses():
+    topo = topology.load(LABS / 'trace' / 'lab.conf')
+    assert [r.key for r in topo.hosts['a'].runs if r.trace] == ['socket.echo_server']
+
+
+@pytest.mark.parametrize('text, words', [
+    ('host x\nrun x a trace=Kevent -- p\n', 'SYSTEM or SYSTEM:EVENT'),
+    ('host x\nrun x a trace=kevent,,net -- p\n', 'SYSTEM or SYSTEM:EVENT'),
+    ('host x\nrun x a trace=a:b:c -- p\n', 'SYSTEM or SYSTEM:EVENT'),
+    ('host x\nrun x a trace -- p\nrun x b trace -- p\n', 'one run per host'),
+    ('host x\nrun x a trace trace -- p\n', 'twice'),
+])
+def test_trace_option_rejects(text, words):
+    with pytest.raises(topology.TopologyError, match=words):
+        topology.parse(text)

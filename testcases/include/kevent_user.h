@@ -11,6 +11,7 @@
 #define KEVENT_USER_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,11 +121,11 @@ static inline struct ukevent kevent_fd(int fd, unsigned int type,
 	return uk;
 }
 
-/* How many kevents queue @kq holds, as /proc/self/fdinfo says; -1 if unknown. */
-static inline int kevent_queued(int kq)
+/* A number queue @kq shows in /proc/self/fdinfo ("kevents", "ready"); -1 if unknown. */
+static inline int kevent_fdinfo(int kq, const char *key)
 {
-	char path[64], line[256];
-	int n = -1;
+	char path[64], line[256], name[32];
+	int n = -1, v;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", kq);
@@ -132,11 +133,127 @@ static inline int kevent_queued(int kq)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "kevents: %d", &n) == 1)
+		if (sscanf(line, "%31[^:]: %d", name, &v) == 2 && !strcmp(name, key)) {
+			n = v;
 			break;
+		}
 	fclose(f);
 	return n;
 }
+
+/*
+ * The event mask and req_flags of the kevent of queue @kq with the type and
+ * id of @uk, as /proc/self/fdinfo lists it. Returns 0, or -1 if it is not
+ * there.
+ */
+static inline int kevent_fdinfo_kevent(int kq, const struct ukevent *uk,
+				       unsigned int *event, unsigned int *req_flags)
+{
+	unsigned int type, id0, id1, ev, fl;
+	char path[64], line[256];
+	int found = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", kq);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "kevent: type:%u id:%u,%u event:%x req_flags:%x",
+			   &type, &id0, &id1, &ev, &fl) == 5 &&
+		    type == uk->type && id0 == uk->id.raw[0] && id1 == uk->id.raw[1]) {
+			*event = ev;
+			*req_flags = fl;
+			found = 0;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/* How many kevents queue @kq holds; -1 if unknown. */
+static inline int kevent_queued(int kq)
+{
+	return kevent_fdinfo(kq, "kevents");
+}
+
+/* How many events of queue @kq are ready for WAIT; -1 if unknown. */
+static inline int kevent_ready(int kq)
+{
+	return kevent_fdinfo(kq, "ready");
+}
+
+/*
+ * A descriptor that was open a moment ago and is closed now. It is a high
+ * one, so that the files a test opens next do not take its number.
+ */
+static inline int kevent_closed_fd(void)
+{
+	int fd = open("/", O_RDONLY), high = -1;
+
+	if (fd >= 0) {
+		high = fcntl(fd, F_DUPFD, 512);
+		close(fd);
+		close(high);
+	}
+	return high;
+}
+
+/*
+ * Whether queue @kq still works, after a call that it refused: a oneshot
+ * timer added now is delivered by WAIT. Events that are ready before it are
+ * taken and skipped, so check last. Returns NULL, or what went wrong.
+ */
+static inline const char *kevent_queue_check(int kq)
+{
+	static unsigned int tag = 0x6b657600;	/* apart from the tests' ids */
+	struct ukevent uk = kevent_timer(1, ++tag, KEVENT_REQ_ONESHOT), out;
+	int i;
+
+	if (kevent_cmd(kq, KEVENT_CTL_ADD, &uk, 1, 0) != 1)
+		return "ADD of a timer failed";
+	for (i = 0; i < 64; i++) {
+		if (kevent_cmd(kq, KEVENT_CTL_WAIT, &out, 1, 5000) != 1)
+			return "WAIT did not deliver the timer";
+		if (out.type == KEVENT_TIMER && out.id.raw[1] == tag)
+			return out.ret_flags == KEVENT_RET_DONE ? NULL :
+				"the timer was delivered broken";
+	}
+	return "WAIT delivered other events only";
+}
+
+#ifdef __KSELFTEST_HARNESS_H
+/* For kselftest_harness.h tests (included before this file). */
+
+/* Queue @kq must still work. */
+#define EXPECT_QUEUE_WORKS(kq) do {					\
+	const char *__why = kevent_queue_check(kq);			\
+	EXPECT_EQ(NULL, __why) TH_LOG("the queue no longer works: %s", __why); \
+} while (0)
+
+/* @call must return -1 with errno @err; @what names the case in a failure. */
+#define EXPECT_FAILS_WITH(err, call, what) do {				\
+	long __ret;							\
+	int __err;							\
+	errno = 0;							\
+	__ret = (call);							\
+	__err = errno;							\
+	EXPECT_EQ(-1, __ret) TH_LOG("%s: returned %ld", (what), __ret);	\
+	EXPECT_EQ((err), __err) TH_LOG("%s: errno %d (%s), not %s",	\
+				      (what), __err, strerror(__err), #err); \
+} while (0)
+
+/* Entry @uk, written back by ADD, REMOVE or MODIFY, must have failed with @err. */
+#define EXPECT_ENTRY_FAILS_WITH(err, uk, what) do {			\
+	const struct ukevent __uk = (uk);				\
+	EXPECT_EQ(KEVENT_RET_BROKEN, __uk.ret_flags)			\
+		TH_LOG("%s: ret_flags %#x", (what), __uk.ret_flags);	\
+	EXPECT_EQ((err), __uk.ret_data[0])				\
+		TH_LOG("%s: ret_data[0] %u (%s), not %s", (what),	\
+		       __uk.ret_data[0], strerror(__uk.ret_data[0]), #err); \
+	EXPECT_EQ(0, __uk.ret_data[1]) TH_LOG("%s: ret_data[1]", (what)); \
+} while (0)
+#endif
 
 #ifndef SO_ASYNC_SOCK
 #define SO_ASYNC_SOCK		76

@@ -1,0 +1,264 @@
+"""Reads the benchmarks' result lines and turns them into figures.
+
+Every benchmark program (testcases/bench_*.c) prints, per method it ran,
+one KTAP diagnostic line with its figures and one KTAP test that says
+whether the method's work was checked and correct:
+
+    # bench: scenario=readiness method=epoll_lt fds=2000 events=30008 rate=30026.7 valid=1
+    ok 3 epoll_lt
+
+This module is pure: it parses those lines, pairs each figure with the
+baseline method of its scenario measured in the same run (ratios, never a
+lone figure), and renders JSON, a text table and the page's tables. The
+plots are in bench_svg.py, the command in labctl.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MARK = '# bench: '
+WORD_RE = re.compile(r'^([a-z_][a-z0-9_]*)=(\S+)$')
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    keys: tuple[str, ...]       # parameters that must match for two figures to compare
+    metric: str                 # the headline figure
+    unit: str
+    higher_is_better: bool
+    baseline: str               # the method ratios divide by
+    calls: str = ''             # the system-calls-per-unit figure, if any
+    extra: tuple[str, ...] = ()  # more figures the tables show
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario('readiness', 'Readiness throughput (socket pairs with random activity)', ('fds',),
+             'rate', 'events/s', True, 'epoll_lt', 'calls_per_event', ('spread', 'cpu_us_per_event')),
+    Scenario('idle', 'One wait that returns one event, among idle descriptors', ('fds',),
+             'wait_us', 'µs per wait', False, 'epoll_lt', 'calls_per_wait', ('spread',)),
+    Scenario('timer', 'Periodic timers', ('timers', 'period_ms'),
+             'rate', 'firings/s', True, 'timerfd_epoll', 'calls_per_firing',
+             ('late_median_us', 'late_p99_us', 'cpu_us_per_firing')),
+    # Across hosts each side prints its own line: the driving side the
+    # rate, both their system calls and guest CPU time per unit.
+    Scenario('bulk', 'Bulk TCP between two hosts', ('bytes', 'side'),
+             'mb_s', 'MB/s', True, 'send_recv', 'calls_per_mb', ('guest_cpu_ms_per_mb',)),
+    Scenario('rr', 'Request/response of small messages between two hosts', ('size', 'conns', 'side'),
+             'ops_s', 'ops/s', True, 'epoll_read', 'calls_per_op', ('guest_cpu_us_per_op',)),
+    Scenario('accept', 'Accepted connections between two hosts', ('conns', 'side'),
+             'conns_s', 'connections/s', True, 'epoll', 'calls_per_conn', ('guest_cpu_us_per_conn',)),
+)}
+
+
+def _value(text: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@dataclass
+class Figure:
+    scenario: str
+    method: str
+    values: dict[str, int | float | str]
+    source: str = ''                      # HOST.RUN of the log it came from
+    ratio: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.values.get('valid') == 1
+
+    @property
+    def params(self) -> tuple:
+        keys = SCENARIOS[self.scenario].keys if self.scenario in SCENARIOS else ()
+        return tuple(self.values.get(k) for k in keys)
+
+    def get(self, key: str) -> float | None:
+        v = self.values.get(key)
+        return float(v) if isinstance(v, (int, float)) else None
+
+
+def parse_line(line: str, source: str = '') -> Figure | None:
+    """One '# bench:' line (anywhere in @line, after a time stamp or a prefix)."""
+    at = line.find(MARK)
+    if at < 0:
+        return None
+    values: dict[str, int | float | str] = {}
+    for word in line[at + len(MARK):].split():
+        m = WORD_RE.match(word)
+        if not m:
+            return None
+        values[m.group(1)] = _value(m.group(2))
+    scenario, method = values.pop('scenario', None), values.pop('method', None)
+    if not isinstance(scenario, str) or not isinstance(method, str):
+        return None
+    return Figure(scenario, method, values, source)
+
+
+def parse_log(text: str, source: str = '') -> list[Figure]:
+    return [f for f in (parse_line(line, source) for line in text.splitlines()) if f]
+
+
+def collect(results: Path) -> list[Figure]:
+    """The figures of every testcase log of a lab's results (not the consoles)."""
+    out: list[Figure] = []
+    for log in sorted(results.glob('*.log')):
+        if log.name.endswith('.console.log'):
+            continue
+        out += parse_log(log.read_text(errors='replace'), log.name[:-len('.log')])
+    return out
+
+
+def add_ratios(figures: list[Figure]) -> list[Figure]:
+    """Each figure's numbers divided by its baseline's, from the same run and parameters."""
+    for f in figures:
+        sc = SCENARIOS.get(f.scenario)
+        base = next((b for b in figures if sc and b.scenario == f.scenario and b.method == sc.baseline
+                     and b.params == f.params and b.source == f.source and b.valid), None)
+        f.ratio = {}
+        if base is None or not f.valid:
+            continue
+        for key, v in f.values.items():
+            b = base.get(key)
+            if key != 'valid' and key not in sc.keys and isinstance(v, (int, float)) and b:
+                f.ratio[key] = round(v / b, 4)
+    return figures
+
+
+def to_json(figures: list[Figure], lab: dict | None = None, generated: str = '') -> dict:
+    scenarios: dict[str, dict] = {}
+    for f in figures:
+        sc = SCENARIOS.get(f.scenario)
+        entry = scenarios.setdefault(f.scenario, {
+            'title': sc.title if sc else f.scenario, 'metric': sc.metric if sc else '',
+            'unit': sc.unit if sc else '', 'baseline': sc.baseline if sc else '',
+            'higher_is_better': sc.higher_is_better if sc else True, 'figures': []})
+        entry['figures'].append({'method': f.method, 'source': f.source, 'valid': f.valid,
+                                 'values': f.values, 'ratio_to_baseline': f.ratio})
+    out = {'generated': generated, 'scenarios': scenarios,
+           'valid': bool(figures) and all(f.valid for f in figures)}
+    if lab:
+        out['lab'] = lab
+    return out
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return '-'
+    if abs(v) >= 1000:
+        return f'{v:,.0f}'.replace(',', ' ')
+    if abs(v) >= 100:
+        return f'{v:.0f}'
+    if abs(v) >= 10:
+        return f'{v:.1f}'
+    return f'{v:.2f}'
+
+
+def rows(figures: list[Figure], scenario: str) -> list[tuple[str, ...]]:
+    """The table of one scenario: parameters, method, figure, ratio, calls, checked."""
+    sc = SCENARIOS[scenario]
+    out = [tuple(list(sc.keys) + ['method', f'{sc.metric} ({sc.unit})', f'× {sc.baseline}',
+                                  sc.calls or 'calls'] + list(sc.extra) + ['checked'])]
+    for f in figures:
+        if f.scenario != scenario:
+            continue
+        ratio = f.ratio.get(sc.metric)
+        out.append(tuple([str(p) for p in f.params] + [
+            f.method, _fmt(f.get(sc.metric)), f'{ratio:.2f}' if ratio is not None else '-',
+            _fmt(f.get(sc.calls)) if sc.calls else '-'] + [_fmt(f.get(k)) for k in sc.extra]
+            + ['yes' if f.valid else 'NO']))
+    return out
+
+
+def text_table(figures: list[Figure]) -> str:
+    out = []
+    for name, sc in SCENARIOS.items():
+        table = rows(figures, name)
+        if len(table) == 1:
+            continue
+        widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+        nkeys = len(sc.keys)
+        out.append(f'{sc.title}: {sc.metric} in {sc.unit}, '
+                   f'{"higher" if sc.higher_is_better else "lower"} is better')
+        for i, r in enumerate(table):
+            out.append('  '.join(c.ljust(w) if j <= nkeys else c.rjust(w)
+                                 for j, (c, w) in enumerate(zip(r, widths))).rstrip())
+            if i == 0:
+                out.append('-' * len(out[-1]))
+        out.append('')
+    return '\n'.join(out)
+
+
+def markdown_table(figures: list[Figure], scenario: str) -> str:
+    table = rows(figures, scenario)
+    if len(table) == 1:
+        return '_not measured in this run_\n'
+    lines = ['| ' + ' | '.join(table[0]) + ' |',
+             '|' + '|'.join('---' if i <= len(SCENARIOS[scenario].keys) else '---:'
+                            for i in range(len(table[0]))) + '|']
+    lines += ['| ' + ' | '.join(r) + ' |' for r in table[1:]]
+    return '\n'.join(lines) + '\n'
+
+
+def render_doc(template: str, figures: list[Figure], facts: dict[str, str]) -> str:
+    """The performance page: @TABLE:scenario@ and @NAME@ (from @facts) filled in."""
+    def table(m: re.Match) -> str:
+        return markdown_table(figures, m.group(1)).rstrip('\n')
+    text = re.sub(r'@TABLE:([a-z]+)@', table, template)
+    return re.sub(r'@([A-Z_]+)@', lambda m: facts.get(m.group(1), m.group(0)), text)
+
+
+def lab_facts(summary: dict, timings: dict[str, float]) -> dict[str, float | None]:
+    """The lab's own figures: boot of its hosts (from summary.json) and @timings."""
+    boots = [h.get('userspace_s') for h in summary.get('hosts', {}).values()]
+    boots = [b for b in boots if b is not None]
+    out: dict[str, float | None] = {
+        'bench_lab_s': summary.get('duration_s'),
+        'boot_to_userspace_s': round(max(boots), 3) if boots else None,
+    }
+    out.update(timings)
+    return out
+
+
+def _find(figures: list[Figure], scenario: str, method: str, **params) -> Figure | None:
+    for f in figures:
+        if (f.scenario == scenario and f.method == method and f.valid
+                and all(f.values.get(k) == v for k, v in params.items())):
+            return f
+    return None
+
+
+# What kevent's author published (the issue quotes them): events/s on 2000
+# sockets, level-triggered kevent against epoll, and edge-triggered ones.
+AUTHOR = {'kevent': 59794, 'epoll': 57428, 'kevent_et': 78265, 'epoll_et': 71000}
+
+
+def author_comparison(figures: list[Figure]) -> str:
+    """A paragraph setting this run's 2000-socket ratios beside the author's."""
+    kev, ep = _find(figures, 'readiness', 'kevent_socket', fds=2000), _find(figures, 'readiness', 'epoll_lt', fds=2000)
+    kpoll, ep_et = (_find(figures, 'readiness', 'kevent_poll', fds=2000),
+                    _find(figures, 'readiness', 'epoll_et', fds=2000))
+    def n(v: float) -> str:
+        return f'{v:,.0f}'.replace(',', ' ')
+
+    theirs = (f'The author published kevent {n(AUTHOR["kevent"])} against epoll {n(AUTHOR["epoll"])} '
+              f'events/s on 2000 sockets (kevent/epoll = {AUTHOR["kevent"] / AUTHOR["epoll"]:.3f}), and '
+              f'{n(AUTHOR["kevent_et"])} for edge-triggered kevent against up to {n(AUTHOR["epoll_et"])} '
+              f'for edge-triggered epoll ({AUTHOR["kevent_et"] / AUTHOR["epoll_et"]:.3f}).')
+    if not kev or not ep:
+        return theirs + ' This run has no checked 2000-socket figures to set beside them.'
+    ours = (f' This run, in one guest: KEVENT_SOCKET {n(kev.get("rate"))} and level-triggered epoll '
+            f'{n(ep.get("rate"))} events/s, kevent/epoll = {kev.get("rate") / ep.get("rate"):.3f}')
+    if kpoll:
+        ours += f'; KEVENT_POLL/epoll = {kpoll.get("rate") / ep.get("rate"):.3f}'
+    if ep_et:
+        ours += f'; edge-triggered/level-triggered epoll = {ep_et.get("rate") / ep.get("rate"):.3f}'
+    return theirs + ours + '.'

@@ -1,0 +1,129 @@
+"""The benchmark figures: parser, ratios, JSON, table and plots against golden files.
+
+Regenerate the golden outputs after an intended change with
+    KEVENT_LAB_REGOLD=1 python3 -m pytest -q lab/tests/test_bench.py
+and read the diff before committing it.
+"""
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from kevent_lab import bench, bench_report, bench_svg
+
+GOLDEN = Path(__file__).resolve().parent / 'golden' / 'bench'
+LOG = GOLDEN / 'readiness_idle.log'
+
+
+def golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get('KEVENT_LAB_REGOLD'):
+        path.write_text(text)
+    assert text == path.read_text(), f'{name} differs from its golden file'
+
+
+def figures():
+    return bench.add_ratios(bench.parse_log(LOG.read_text(), 'a.readiness'))
+
+
+def test_parse_line_after_time_stamp_and_console_prefix():
+    for line in ('0.3 # bench: scenario=idle method=poll fds=10 wait_us=17.5 valid=1',
+                 '[a:idle] # bench: scenario=idle method=poll fds=10 wait_us=17.5 valid=1'):
+        f = bench.parse_line(line, 'a.idle')
+        assert (f.scenario, f.method, f.source) == ('idle', 'poll', 'a.idle')
+        assert f.values == {'fds': 10, 'wait_us': 17.5, 'valid': 1}
+        assert f.valid and f.params == (10,)
+
+
+@pytest.mark.parametrize('line', [
+    '0.3 # select: not a bench line',
+    '# bench: method=poll fds=10',              # no scenario
+    '# bench: scenario=idle method=poll fds',   # a word that is not key=value
+    'ok 1 poll',
+])
+def test_parse_line_rejects(line):
+    assert bench.parse_line(line) is None
+
+
+def test_parse_log_keeps_every_figure_in_order():
+    fs = figures()
+    assert [(f.scenario, f.method) for f in fs][:3] == [
+        ('readiness', 'kevent_socket'), ('readiness', 'epoll_lt'), ('readiness', 'poll')]
+    assert len(fs) == 8
+
+
+def test_ratios_against_the_baseline_of_the_same_parameters():
+    fs = {(f.scenario, f.method, f.params): f for f in figures()}
+    assert fs['readiness', 'kevent_socket', (2000,)].ratio['rate'] == round(27784.0 / 30026.7, 4)
+    assert fs['readiness', 'epoll_lt', (2000,)].ratio['rate'] == 1.0
+    # A figure that failed its own check gets no ratio.
+    assert fs['readiness', 'poll', (2000,)].ratio == {}
+    assert fs['idle', 'poll', (10000,)].ratio['wait_us'] == round(646.11 / 14.36, 4)
+    assert fs['idle', 'poll', (10,)].ratio['wait_us'] == round(17.62 / 15.56, 4)
+    # Parameters are not ratios.
+    assert 'fds' not in fs['idle', 'poll', (10,)].ratio
+
+
+def test_no_ratio_without_a_baseline_in_the_same_run():
+    fs = bench.add_ratios([bench.parse_line('# bench: scenario=idle method=poll fds=10 wait_us=2 valid=1', 'x'),
+                           bench.parse_line('# bench: scenario=idle method=epoll_lt fds=10 wait_us=1 valid=1', 'y')])
+    assert fs[0].ratio == {}
+
+
+def test_json_golden():
+    data = bench.to_json(figures(), {'boot_to_userspace_s': 0.3}, '2026-01-01 00:00 UTC')
+    assert data['valid'] is False     # poll failed its check
+    golden('bench.json', json.dumps(data, indent=2) + '\n')
+
+
+def test_table_golden():
+    golden('table.txt', bench.text_table(figures()))
+
+
+def test_markdown_and_page_golden():
+    template = '# P\n@DATE@\n\n@TABLE:readiness@\n\n@TABLE:timer@\n\n@UNKNOWN@\n'
+    golden('page.md', bench.render_doc(template, figures(), {'DATE': 'today'}))
+
+
+def test_svg_plots_golden_and_well_formed():
+    plots = bench_svg.plots(figures())
+    assert sorted(plots) == ['idle.svg', 'readiness-2000.svg']
+    for name, svg in plots.items():
+        ET.fromstring(svg)
+        golden(name, svg)
+
+
+def test_lab_facts():
+    summary = {'duration_s': 61.2, 'hosts': {'a': {'userspace_s': 0.3}, 'b': {'userspace_s': 0.41},
+                                            'c': {'userspace_s': None}}}
+    assert bench.lab_facts(summary, {'warm_build_s': 2.5}) == {
+        'bench_lab_s': 61.2, 'boot_to_userspace_s': 0.41, 'warm_build_s': 2.5}
+
+
+def test_report_writes_every_output(tmp_path):
+    results = tmp_path / 'lab'
+    results.mkdir()
+    (results / 'a.readiness.log').write_text(LOG.read_text())
+    (results / 'a.console.log').write_text(LOG.read_text())     # consoles are not read
+    (results / 'summary.json').write_text(json.dumps({'passed': 3, 'failed': 1, 'hosts': {}}))
+    out, doc = tmp_path / 'bench', tmp_path / 'performance.md'
+    rc = bench_report.write(results, out, doc, {'warm_build_s': 1.0})
+    assert rc == 1            # a figure failed its check, and so did the lab
+    data = json.loads((out / 'bench.json').read_text())
+    assert len([f for s in data['scenarios'].values() for f in s['figures']]) == 8
+    assert data['lab']['warm_build_s'] == 1.0
+    assert (out / 'table.txt').exists() and (out / 'idle.svg').exists()
+    assert '| kevent_socket |' in doc.read_text()
+
+
+def test_author_comparison_uses_this_runs_2000_socket_ratio():
+    text = bench.author_comparison(figures())
+    assert '59 794' in text and '57 428' in text and '1.041' in text
+    assert 'kevent/epoll = 0.925' in text        # 27784.0 / 30026.7
+
+
+def test_author_comparison_without_figures_says_so():
+    assert 'no checked 2000-socket figures' in bench.author_comparison([])

@@ -1,0 +1,53 @@
+"""docs/internals.md names every tracepoint of the series, and where each is
+emitted: a student must find each function the trace names in the patches."""
+import re
+from pathlib import Path
+
+TOP = Path(__file__).resolve().parents[2]
+PATCHES = TOP / 'kernel-patches'
+DOC = TOP / 'docs' / 'internals.md'
+
+
+def series_text() -> str:
+    names = [l.split('#')[0].strip() for l in (PATCHES / 'series').read_text().splitlines()]
+    return '\n'.join((PATCHES / n).read_text() for n in names if n)
+
+
+def defined_tracepoints(text: str) -> set[str]:
+    """TRACE_EVENT(name, and DEFINE_EVENT(class, name, lines the series adds."""
+    found = set(re.findall(r'^\+TRACE_EVENT\((\w+),', text, re.M))
+    found |= set(re.findall(r'^\+DEFINE_EVENT\(\w+, (\w+),', text, re.M))
+    return found
+
+
+def doc_table() -> dict[str, str]:
+    """tracepoint -> the 'emitted by' cell of the table in docs/internals.md."""
+    rows = {}
+    for line in DOC.read_text().splitlines():
+        m = re.match(r'^\| `(kevent_\w+)` \| `([^`]+)` \|', line)
+        if m:
+            rows[m[1]] = m[2]
+    return rows
+
+
+def test_the_series_defines_tracepoints_and_calls_them():
+    text = series_text()
+    tps = defined_tracepoints(text)
+    assert len(tps) >= 10
+    for tp in tps:
+        assert re.search(rf'^\+.*\btrace_{tp}\(', text, re.M), f'trace_{tp}() is never called'
+
+
+def test_doc_table_names_every_tracepoint():
+    assert set(doc_table()) == defined_tracepoints(series_text())
+
+
+def test_every_function_the_table_names_is_in_the_series():
+    text = series_text()
+    for tp, where in doc_table().items():
+        name = where.rstrip('()')
+        if name.startswith('SYSCALL_DEFINE'):
+            assert f'+{name}' in text, name
+            continue
+        # Defined (at the start of a line the series adds) and calling the tracepoint.
+        assert re.search(rf'^\+(?:static )?[\w\s\*]*\b{name}\(', text, re.M), f'{tp}: no {name}()'
