@@ -209,6 +209,10 @@ bench: $(KERNEL) $(B)/rootfs.cpio
 	@echo "== warm build (make all with nothing to do)"
 	@t0=$$(date +%s.%N); $(MAKE) -s all; t1=$$(date +%s.%N); \
 	echo "$$t1 - $$t0" | bc > $(BENCH)/warm_build_s
+	@echo "== the kernel rebuilt after a change to one kevent file"
+	@touch $(SRC)/kernel/kevent/kevent_user.c; t0=$$(date +%s.%N); \
+	$(MAKE) -s kernel-rebuild >$(BENCH)/rebuild.log 2>&1 || { tail $(BENCH)/rebuild.log; exit 1; }; \
+	t1=$$(date +%s.%N); echo "$$t1 - $$t0" | bc > $(BENCH)/rebuild_one_file_s
 	@echo "== lab bench"
 	@rc=0; $(PYTHON) lab/labctl run --lab bench --kernel $(KERNEL) --rootfs $(B)/rootfs.cpio \
 		--results $(BENCH)/lab || rc=1; \
@@ -217,6 +221,7 @@ bench: $(KERNEL) $(B)/rootfs.cpio
 	t1=$$(date +%s.%N); tail -n 1 $(BENCH)/lab-run.log; \
 	$(PYTHON) lab/labctl bench --results $(BENCH)/lab --out $(BENCH) --doc docs/performance.md \
 		--timing warm_build_s=$$(cat $(BENCH)/warm_build_s) \
+		--timing rebuild_one_file_s=$$(cat $(BENCH)/rebuild_one_file_s) \
 		--timing lab_run_s=$$(echo "$$t1 - $$t0" | bc) || rc=1; \
 	exit $$rc
 

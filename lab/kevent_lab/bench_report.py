@@ -56,6 +56,7 @@ def write(results: Path, out: Path, doc: Path | None, timings: dict[str, float])
                'without its timings of the lab itself)')
         facts = {'DATE': when, 'MACHINE': data['machine'], 'HOW': how,
                  'WARM_BUILD': _seconds(lab.get('warm_build_s')),
+                 'REBUILD': _seconds(lab.get('rebuild_one_file_s')),
                  'BOOT': _seconds(lab.get('boot_to_userspace_s')),
                  'LAB_RUN': _seconds(lab.get('lab_run_s')),
                  'BENCH_LAB': _seconds(lab.get('bench_lab_s')),
