@@ -189,71 +189,24 @@ TEST_F(pipe, event_without_a_poll_bit_is_einval)
 {
 	/* 0x800 is the one hole among the KEVENT_POLL_* bits. */
 	static const unsigned int bad[] = { 0, 0x800, 0x2000, 0xffffe800u };
-	struct ukevent held = kpoll(self->p[0], KEVENT_POLL_POLLIN, 0), uk;
-	unsigned int i, event, flags;
-	char what[64];
+	struct ukevent held = kpoll(self->p[0], KEVENT_POLL_POLLIN, 0);
 
 	ASSERT_EQ(1, kevent_add(self->kq, &held, 1));
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		uk = kpoll(self->p[1], bad[i], 0);
-		snprintf(what, sizeof(what), "ADD, event %#x", bad[i]);
-		EXPECT_EQ(0, kevent_add(self->kq, &uk, 1)) TH_LOG("%s", what);
-		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
-		uk = held;
-		uk.event = bad[i];
-		snprintf(what, sizeof(what), "MODIFY, event %#x", bad[i]);
-		EXPECT_EQ(0, kevent_modify(self->kq, &uk, 1)) TH_LOG("%s", what);
-		EXPECT_ENTRY_FAILS_WITH(EINVAL, uk, what);
-	}
-	EXPECT_EQ(1, kevent_queued(self->kq));
-	ASSERT_EQ(0, kevent_fdinfo_kevent(self->kq, &held, &event, &flags));
-	EXPECT_EQ(KEVENT_POLL_POLLIN, event);
-	EXPECT_QUEUE_WORKS(self->kq);
+	expect_masks_fail(_metadata, self->kq, &held, kpoll(self->p[1], 0, 0), bad,
+			  sizeof(bad) / sizeof(bad[0]), EINVAL);
 }
 
 TEST(closed_fd_is_ebadf)
 {
-	int kq = kevent_init(), closed = open("/", O_RDONLY), path = open("/", O_PATH);
-	struct ukevent uk[4] = {
-		kpoll(closed, KEVENT_POLL_POLLIN, 0),
-		kpoll(9999, KEVENT_POLL_POLLIN, 0),	/* never opened */
-		kpoll(-1, KEVENT_POLL_POLLIN, 0),	/* 0xffffffff */
-		kpoll(path, KEVENT_POLL_POLLIN, 0),	/* O_PATH: no file to poll */
-	};
-	static const char *const what[] = { "closed", "9999", "-1", "O_PATH" };
-	int i;
+	int closed = open("/", O_RDONLY);
 
-	ASSERT_GE(kq, 0);
 	ASSERT_GE(closed, 0);
-	ASSERT_GE(path, 0);
-	close(closed);
-	EXPECT_EQ(0, kevent_add(kq, uk, 4));
-	for (i = 0; i < 4; i++)
-		EXPECT_ENTRY_FAILS_WITH(EBADF, uk[i], what[i]);
-	EXPECT_EQ(0, kevent_queued(kq));
-	EXPECT_QUEUE_WORKS(kq);
-	close(path);
-	close(kq);
+	expect_unopened_fds_fail(_metadata, KEVENT_POLL, KEVENT_POLL_POLLIN, closed, 1, EBADF);
 }
 
 TEST(file_without_poll_is_eperm)
 {
-	int kq = kevent_init(), file = open("/proc/self/stat", O_RDONLY);
-	int dir = open("/", O_RDONLY | O_DIRECTORY);
-	struct ukevent uk[2] = { kpoll(file, KEVENT_POLL_POLLIN, 0),
-				 kpoll(dir, KEVENT_POLL_POLLIN, 0) };
-
-	ASSERT_GE(kq, 0);
-	ASSERT_GE(file, 0);
-	ASSERT_GE(dir, 0);
-	EXPECT_EQ(0, kevent_add(kq, uk, 2));
-	EXPECT_ENTRY_FAILS_WITH(EPERM, uk[0], "regular file");
-	EXPECT_ENTRY_FAILS_WITH(EPERM, uk[1], "directory");
-	EXPECT_EQ(0, kevent_queued(kq));
-	EXPECT_QUEUE_WORKS(kq);
-	close(file);
-	close(dir);
-	close(kq);
+	expect_unpollable_files_fail(_metadata, KEVENT_POLL, KEVENT_POLL_POLLIN, EPERM);
 }
 
 TEST(watching_itself_is_eloop)

@@ -253,6 +253,95 @@ static inline const char *kevent_queue_check(int kq)
 		       __uk.ret_data[0], strerror(__uk.ret_data[0]), #err); \
 	EXPECT_EQ(0, __uk.ret_data[1]) TH_LOG("%s: ret_data[1]", (what)); \
 } while (0)
+
+/*
+ * Each mask of @bad (@n of them) is refused with @err, for ADD of @other (a
+ * kevent not on @kq) and for MODIFY of @held (on @kq, alone); @held keeps
+ * its mask and @kq works on. The "no event bit of the type" rows.
+ */
+static inline void expect_masks_fail(struct __test_metadata *_metadata, int kq,
+				     const struct ukevent *held, struct ukevent other,
+				     const unsigned int *bad, unsigned int n, int err)
+{
+	unsigned int i, event = 0, flags;
+	struct ukevent uk;
+	char what[64];
+
+	for (i = 0; i < n; i++) {
+		uk = other;
+		uk.event = bad[i];
+		snprintf(what, sizeof(what), "ADD, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_add(kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(err, uk, what);
+		uk = *held;
+		uk.event = bad[i];
+		snprintf(what, sizeof(what), "MODIFY, event %#x", bad[i]);
+		EXPECT_EQ(0, kevent_modify(kq, &uk, 1)) TH_LOG("%s", what);
+		EXPECT_ENTRY_FAILS_WITH(err, uk, what);
+	}
+	EXPECT_EQ(1, kevent_queued(kq));
+	EXPECT_EQ(0, kevent_fdinfo_kevent(kq, held, &event, &flags));
+	EXPECT_EQ(held->event, event) TH_LOG("a refused MODIFY changed the mask");
+	EXPECT_QUEUE_WORKS(kq);
+}
+
+/*
+ * A @type kevent (mask @event) on each descriptor that names no open file:
+ * @closed (a descriptor of the type's kind, closed here once the queue is
+ * made, so that nothing reuses its number), 9999 (never opened), -1, and
+ * an O_PATH one when @with_path: each is refused with @err, nothing is
+ * added, the queue works on.
+ */
+static inline void expect_unopened_fds_fail(struct __test_metadata *_metadata,
+					    unsigned int type, unsigned int event,
+					    int closed, int with_path, int err)
+{
+	static const char *const what[] = { "closed", "9999", "-1", "O_PATH" };
+	int kq = kevent_init(), path = open("/", O_PATH), i, n = with_path ? 4 : 3;
+	struct ukevent uk[4] = {
+		kevent_fd(closed, type, event, 0),
+		kevent_fd(9999, type, event, 0),
+		kevent_fd(-1, type, event, 0),		/* 0xffffffff */
+		kevent_fd(path, type, event, 0),
+	};
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(path, 0);
+	ASSERT_EQ(0, close(closed));
+	EXPECT_EQ(0, kevent_add(kq, uk, n));
+	for (i = 0; i < n; i++)
+		EXPECT_ENTRY_FAILS_WITH(err, uk[i], what[i]);
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(path);
+	close(kq);
+}
+
+/*
+ * A @type kevent (mask @event) on a file that has no poll(): a regular
+ * file and a directory, each refused with @err; the queue works on.
+ */
+static inline void expect_unpollable_files_fail(struct __test_metadata *_metadata,
+						unsigned int type, unsigned int event,
+						int err)
+{
+	int kq = kevent_init(), file = open("/proc/self/stat", O_RDONLY);
+	int dir = open("/", O_RDONLY | O_DIRECTORY);
+	struct ukevent uk[2] = { kevent_fd(file, type, event, 0),
+				 kevent_fd(dir, type, event, 0) };
+
+	ASSERT_GE(kq, 0);
+	ASSERT_GE(file, 0);
+	ASSERT_GE(dir, 0);
+	EXPECT_EQ(0, kevent_add(kq, uk, 2));
+	EXPECT_ENTRY_FAILS_WITH(err, uk[0], "regular file");
+	EXPECT_ENTRY_FAILS_WITH(err, uk[1], "directory");
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_QUEUE_WORKS(kq);
+	close(file);
+	close(dir);
+	close(kq);
+}
 #endif
 
 #ifndef SO_ASYNC_SOCK
