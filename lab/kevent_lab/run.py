@@ -17,7 +17,7 @@ from pathlib import Path
 from . import instances, ktap, trace, uplink
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
-from .topology import SLIRP_GUEST, VAR_RE, Host, Topology
+from .topology import SLIRP_GUEST, VAR_RE, Host, Topology, size_bytes
 
 USERSPACE_MARK = 'lab: userspace reached on '
 POWEROFF_MARK = 'lab: powering off'
@@ -313,6 +313,18 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
     return result
 
 
+def check_memory(topo: Topology, rootfs_bytes: int) -> None:
+    """A host unpacks its initramfs while the packed copy is still in memory:
+    one with less than twice the rootfs and the kernel's own needs dies of
+    OOM at boot. Say so before starting anything."""
+    need = 2 * rootfs_bytes + (24 << 20)
+    small = [h for h in topo.hosts.values() if size_bytes(h.mem) < need]
+    if small:
+        raise ValueError(', '.join(f'host {h.name} (mem={h.mem})' for h in small)
+                         + f' cannot boot with this rootfs of {rootfs_bytes >> 20} MiB: '
+                         f'give it mem={-(-need >> 20)}M or more in lab.conf')
+
+
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
             say=print, decode_hint: str = '', labdir: Path | None = None) -> list[HostResult]:
     for what, path in (('kernel', kernel), ('rootfs', rootfs)):
@@ -320,6 +332,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
             raise FileNotFoundError(f'no {what} at {path}: run make first')
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
+    check_memory(topo, rootfs.stat().st_size)
 
     slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
 

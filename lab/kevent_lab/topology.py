@@ -69,6 +69,11 @@ class Run:
         return f'{self.suite}.{self.part}' if self.part else self.suite
 
 
+def size_bytes(size: str) -> int:
+    """128M, 1G, 4096K (MEM_RE's forms) in bytes."""
+    return int(size[:-1]) << {'K': 10, 'M': 20, 'G': 30}[size[-1].upper()]
+
+
 @dataclass
 class Host:
     name: str
