@@ -118,3 +118,28 @@ def test_start_exec_console_crash():
     assert crashed.returncode == 0, crashed
     assert in_sessions(sessions) == []
     assert labctl('status', 'pair').returncode != 0
+
+
+@pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()), reason='kernel and rootfs not built')
+def test_sigkill_of_the_driver_stops_everything(tmp_path):
+    # SIGKILL cannot be caught: the kernel must take the lab's processes down.
+    proc = subprocess.Popen(
+        [sys.executable, str(TOP / 'lab' / 'labctl'), 'run', '--lab', 'pair',
+         '--results', str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    seen = ''
+    while 'userspace after' not in seen and time.monotonic() < deadline:
+        seen += proc.stdout.readline()
+    assert 'userspace after' in seen, seen
+    sessions = sessions_of_children(proc.pid)
+    assert len(sessions) >= 3, 'the lab was not running (a switch and two hosts)'
+    proc.kill()
+    proc.communicate(timeout=30)
+    left = in_sessions(sessions)
+    for _ in range(50):
+        if not left:
+            break
+        time.sleep(0.1)
+        left = in_sessions(sessions)
+    assert left == [], 'processes of the lab outlived its driver'
