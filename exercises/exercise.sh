@@ -68,7 +68,7 @@ cp "$TESTCASES"/* "$bin"/
 # The flags of testcases/Makefile: static binaries, the patched uapi headers.
 cc() {
 	gcc -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
-		-Wno-missing-field-initializers -isystem "$HDR" -I "$top/testcases/include" \
+		-Wno-missing-field-initializers -isystem "$HDR" -I "$top/testcases/include" -I "$top/exercises/include" \
 		-I "$KSRC/tools/testing/selftests" -o "$1" "$2" "${@:3}" -static -pthread
 }
 for c in "$dir"/ex*.c; do

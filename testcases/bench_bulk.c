@@ -68,6 +68,16 @@ static void send_plain(struct side *x)
 	}
 }
 
+/* The slot of @id that holds the request @uk completes; DEPTH if none. */
+static int request_slot(const long *id, const struct ukevent *uk)
+{
+	int i;
+
+	for (i = 0; i < DEPTH && id[i] != (long)uk->id.raw[1]; i++)
+		;
+	return i;
+}
+
 static void send_aio(struct side *x)
 {
 	int kq = kevent_init(), inflight = 0, i;
@@ -109,8 +119,7 @@ static void send_aio(struct side *x)
 			struct ukevent uk;
 
 			kq_get(&kb, j, &uk);
-			for (i = 0; i < DEPTH && id[i] != (long)uk.id.raw[1]; i++)
-				;
+			i = request_slot(id, &uk);
 			if (i == DEPTH || (uk.ret_flags & KEVENT_RET_BROKEN)) {
 				fail(x, "aio_send completion", i == DEPTH ? EPROTO : uk.ret_data[1]);
 				continue;
@@ -250,8 +259,7 @@ static void recv_aio(struct side *x)
 			struct ukevent uk;
 
 			kq_get(&kb, j, &uk);
-			for (i = 0; i < DEPTH && id[i] != (long)uk.id.raw[1]; i++)
-				;
+			i = request_slot(id, &uk);
 			if (i == DEPTH || (uk.ret_flags & KEVENT_RET_BROKEN)) {
 				fail(x, "aio_recv completion", i == DEPTH ? EPROTO : uk.ret_data[1]);
 				continue;

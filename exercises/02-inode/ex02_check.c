@@ -21,43 +21,21 @@
 
 #include "kselftest.h"
 #include "kevent_user.h"
+#include "ex_answer.h"
 
 #define LINE_MS		3000	/* the answer's report of a change */
 #define QUIET_MS	300	/* no report: this long without a line */
 
 static char dir[64];
-static int from_answer = -1;
+static struct ex_lines from_answer;
 static pid_t answer;
-static char pending[4096];
-static size_t pending_len;
 
 /* The answer's next line, within @ms; "" if none came, "(exited)" at its end. */
 static const char *next_line(int ms, char *line, size_t size)
 {
-	for (;;) {
-		char *nl = memchr(pending, '\n', pending_len);
-		struct pollfd p = { from_answer, POLLIN, 0 };
-		ssize_t r;
-
-		if (nl) {
-			size_t n = nl - pending + 1;
-
-			snprintf(line, size, "%.*s", (int)(n - 1), pending);
-			memmove(pending, pending + n, pending_len - n);
-			pending_len -= n;
-			return line;
-		}
-		if (poll(&p, 1, ms) != 1) {
-			snprintf(line, size, "%s", "");
-			return line;
-		}
-		r = read(from_answer, pending + pending_len, sizeof(pending) - pending_len - 1);
-		if (r <= 0) {
-			snprintf(line, size, "%s", "(exited)");
-			return line;
-		}
-		pending_len += r;
-	}
+	if (ex_next_line(&from_answer, ms, line, size) < 0)
+		snprintf(line, size, "%s", "(exited)");
+	return line;
 }
 
 /* Test @name: the answer's next line must be @want, and nothing after it. */
@@ -126,7 +104,7 @@ static void pause_answer(void)
 int main(int argc, char **argv)
 {
 	char path[128], other[128], line[256];
-	int pipefd[2], status = -1;
+	int status = -1;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s PROGRAM\n", argv[0]);
@@ -136,17 +114,11 @@ int main(int argc, char **argv)
 	ksft_print_header();
 	ksft_set_plan(9);
 	snprintf(dir, sizeof(dir), "/tmp/ex02-%d", getpid());
-	if (mkdir(dir, 0755) || pipe(pipefd))
+	if (mkdir(dir, 0755))
 		ksft_exit_fail_msg("setup: %s\n", strerror(errno));
-	answer = fork();
-	if (!answer) {
-		dup2(pipefd[1], 1);
-		close(pipefd[0]);
-		execl(argv[1], argv[1], dir, (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	from_answer = pipefd[0];
+	from_answer.fd = ex_start((char *[]){ argv[1], dir, NULL }, &answer);
+	if (from_answer.fd < 0)
+		ksft_exit_fail_msg("starting %s: %s\n", argv[1], strerror(errno));
 
 	next_line(LINE_MS, line, sizeof(line));
 	ksft_test_result(!strcmp(line, "watching"), "answer_is_watching\n");

@@ -18,15 +18,14 @@
 
 #include "kselftest.h"
 #include "kevent_user.h"
+#include "ex_answer.h"
 
 #define PERIOD	50
 #define TICKS	5
 #define LATE	320
 #define LINE_MS	2000
 
-static int from_answer;
-static char pending[4096];
-static size_t pending_len;
+static struct ex_lines from_answer;
 
 static double now_ms(void)
 {
@@ -39,34 +38,15 @@ static double now_ms(void)
 /* The answer's next line into @line ("" if none within LINE_MS); when it came. */
 static double next_line(char *line, size_t size)
 {
-	for (;;) {
-		char *nl = memchr(pending, '\n', pending_len);
-		struct pollfd p = { from_answer, POLLIN, 0 };
-		ssize_t r;
-
-		if (nl) {
-			size_t n = nl - pending + 1;
-
-			snprintf(line, size, "%.*s", (int)(n - 1), pending);
-			memmove(pending, pending + n, pending_len - n);
-			pending_len -= n;
-			return now_ms();
-		}
-		line[0] = 0;
-		if (poll(&p, 1, LINE_MS) != 1)
-			return now_ms();
-		r = read(from_answer, pending + pending_len, sizeof(pending) - pending_len - 1);
-		if (r <= 0)
-			return now_ms();
-		pending_len += r;
-	}
+	ex_next_line(&from_answer, LINE_MS, line, size);
+	return now_ms();
 }
 
 int main(int argc, char **argv)
 {
 	unsigned int n, counted = 0, good_ticks = 0, i;
 	double start, t, last_tick = 0, late_at = 0;
-	int pipefd[2], status = -1, late_n = -1;
+	int status = -1, late_n = -1;
 	char line[256], done[256];
 	pid_t pid;
 
@@ -77,18 +57,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ksft_print_header();
 	ksft_set_plan(5);
-	if (pipe(pipefd))
-		ksft_exit_fail_msg("pipe: %s\n", strerror(errno));
 	start = now_ms();
-	pid = fork();
-	if (!pid) {
-		dup2(pipefd[1], 1);
-		close(pipefd[0]);
-		execl(argv[1], argv[1], "50", "5", "320", (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	from_answer = pipefd[0];
+	from_answer.fd = ex_start((char *[]){ argv[1], "50", "5", "320", NULL }, &pid);
+	if (from_answer.fd < 0)
+		ksft_exit_fail_msg("starting %s: %s\n", argv[1], strerror(errno));
 
 	for (i = 0; i < TICKS; i++) {
 		t = next_line(line, sizeof(line));

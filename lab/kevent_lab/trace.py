@@ -79,18 +79,18 @@ def story(events: list[Event], limit: int = 0) -> str:
 def lives(events: list[Event]) -> dict[tuple[str, str, str], list[str]]:
     """For each kevent the trace names, the tracepoints it went through, in order
     (repeats folded: kevent_ready x3)."""
-    out: dict[tuple[str, str, str], list[str]] = {}
+    runs: dict[tuple[str, str, str], list[list]] = {}
     for e in events:
         key = e.kevent
         if key is None:
             continue
-        steps = out.setdefault(key, [])
-        if steps and steps[-1].split(' x')[0] == e.name:
-            name, _, n = steps[-1].partition(' x')
-            steps[-1] = f'{name} x{int(n or 1) + 1}'
+        steps = runs.setdefault(key, [])
+        if steps and steps[-1][0] == e.name:
+            steps[-1][1] += 1
         else:
-            steps.append(e.name)
-    return out
+            steps.append([e.name, 1])
+    return {key: [name if n == 1 else f'{name} x{n}' for name, n in steps]
+            for key, steps in runs.items()}
 
 
 def summary(events: list[Event], limit: int = 40) -> str:

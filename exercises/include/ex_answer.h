@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0+ */
+/*
+ * ex_answer.h: what the checkers of the exercises share: run the student's
+ * program with its output on a pipe, and read that output a line at a time
+ * with a time limit.
+ */
+#ifndef EX_ANSWER_H
+#define EX_ANSWER_H
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/*
+ * Start @argv (argv[0] is the program) with its standard output on a pipe.
+ * Returns the pipe's read end and sets *@pid, or -1.
+ */
+static inline int ex_start(char *const argv[], pid_t *pid)
+{
+	int p[2];
+
+	if (pipe(p))
+		return -1;
+	*pid = fork();
+	if (*pid < 0)
+		return -1;
+	if (!*pid) {
+		dup2(p[1], 1);
+		close(p[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	return p[0];
+}
+
+/* Output of the answer read but not yet taken as lines. */
+struct ex_lines {
+	int fd;
+	char pending[4096];
+	size_t len;
+};
+
+/*
+ * The next line of @in, without its newline, into @line: 1 if one came
+ * within @ms, 0 if none did, -1 at the end of the output.
+ */
+static inline int ex_next_line(struct ex_lines *in, int ms, char *line, size_t size)
+{
+	for (;;) {
+		char *nl = memchr(in->pending, '\n', in->len);
+		struct pollfd p = { in->fd, POLLIN, 0 };
+		ssize_t r;
+
+		line[0] = 0;
+		if (nl) {
+			size_t n = nl - in->pending + 1;
+
+			snprintf(line, size, "%.*s", (int)(n - 1), in->pending);
+			memmove(in->pending, in->pending + n, in->len - n);
+			in->len -= n;
+			return 1;
+		}
+		if (poll(&p, 1, ms) != 1)
+			return 0;
+		r = read(in->fd, in->pending + in->len, sizeof(in->pending) - in->len - 1);
+		if (r <= 0)
+			return -1;
+		in->len += r;
+	}
+}
+
+#endif /* EX_ANSWER_H */
