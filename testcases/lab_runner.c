@@ -8,9 +8,16 @@
  * with the CLOCK_MONOTONIC time at which it arrived, so the lab driver can
  * tell how long each KTAP test took. The lines also go to our stdout (the
  * console) behind PREFIX. The program runs in its own process group; if
- * it is still running after SECONDS the whole group is killed. The last
- * line of OUT says how it ended:
- *   <time> #lab-exit status=N | signal=N | timeout=SECONDS
+ * it is still running after SECONDS the whole group is killed.
+ *
+ * Our own records start at the beginning of a line of OUT, where no line of
+ * the program can (each of those starts with its time), so a program that
+ * prints "#lab-exit status=0" and hangs cannot pass for one that ended:
+ *   #lab-start <time> PROGRAM
+ *   #lab-exit <time> status=N | signal=N | timeout=SECONDS
+ * On the console a record is PREFIX without its trailing space, then the
+ * record ("[a:core]#lab-exit ..."), which a program's line (PREFIX, then
+ * the line) cannot be either.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,11 +39,30 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* One line of the program's output; fwrite, so that a NUL cannot cut it. */
 static void emit(FILE *out, const char *prefix, const char *line, size_t len)
 {
-	fprintf(out, "%.6f %.*s\n", now_s(), (int)len, line);
+	fprintf(out, "%.6f ", now_s());
+	fwrite(line, 1, len, out);
+	fputc('\n', out);
 	fflush(out);
-	printf("%s%.*s\n", prefix, (int)len, line);
+	fputs(prefix, stdout);
+	fwrite(line, 1, len, stdout);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+/* One of our records: OUT and the console. */
+static void record(FILE *out, const char *prefix, const char *what, const char *how, int n)
+{
+	size_t plen = strlen(prefix);
+	double t = now_s();
+
+	fprintf(out, "#lab-%s %.6f %s%d\n", what, t, how, n);
+	fflush(out);
+	if (plen && prefix[plen - 1] == ' ')
+		plen--;
+	printf("%.*s#lab-%s %s%d\n", (int)plen, prefix, what, how, n);
 	fflush(stdout);
 }
 
@@ -77,7 +103,7 @@ int main(int argc, char **argv)
 		perror("lab_runner: pipe");
 		return 2;
 	}
-	fprintf(out, "%.6f #lab-start %s\n", now_s(), argv[optind]);
+	fprintf(out, "#lab-start %.6f %s\n", now_s(), argv[optind]);
 	fflush(out);
 
 	pid = fork();
@@ -108,8 +134,7 @@ int main(int argc, char **argv)
 			waitpid(pid, &status, 0);
 			if (used)
 				emit(out, prefix, buf, used);
-			fprintf(out, "%.6f #lab-exit timeout=%d\n", now_s(), timeout);
-			printf("%s#lab-exit timeout=%d\n", prefix, timeout);
+			record(out, prefix, "exit", "timeout=", timeout);
 			return 1;
 		}
 		if (poll(&pfd, 1, left) <= 0)
@@ -138,9 +163,9 @@ int main(int argc, char **argv)
 	waitpid(pid, &status, 0);
 	kill(-pid, SIGKILL);
 	if (WIFSIGNALED(status))
-		fprintf(out, "%.6f #lab-exit signal=%d\n", now_s(), WTERMSIG(status));
+		record(out, prefix, "exit", "signal=", WTERMSIG(status));
 	else
-		fprintf(out, "%.6f #lab-exit status=%d\n", now_s(), WEXITSTATUS(status));
+		record(out, prefix, "exit", "status=", WEXITSTATUS(status));
 	fclose(out);
 	return 0;
 

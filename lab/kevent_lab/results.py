@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .guest_text import printable
+
 
 @dataclass
 class TestRecord:
@@ -62,22 +64,28 @@ def summary(lab: str, hosts: list[HostResult], duration_s: float) -> dict:
     return out
 
 
+def _x(text: str) -> str:
+    """Text XML 1.0 can carry (the parsers escape what a guest printed; this
+    holds for any other source too)."""
+    return printable(text)
+
+
 def junit(lab: str, hosts: list[HostResult]) -> ET.ElementTree:
-    root = ET.Element('testsuites', name=f'kevent-lab {lab}')
+    root = ET.Element('testsuites', name=_x(f'kevent-lab {lab}'))
     for h in hosts:
         for suite, tests in suites_of(h.tests).items():
             c = counts(tests)
-            el = ET.SubElement(root, 'testsuite', name=f'{h.name}.{suite}', tests=str(len(tests)),
+            el = ET.SubElement(root, 'testsuite', name=_x(f'{h.name}.{suite}'), tests=str(len(tests)),
                                failures=str(c['failed']), skipped=str(c['skipped']),
                                time=f'{sum(t.duration_s or 0 for t in tests):.6f}')
             for t in tests:
-                case = ET.SubElement(el, 'testcase', classname=f'{h.name}.{suite}', name=t.name,
+                case = ET.SubElement(el, 'testcase', classname=_x(f'{h.name}.{suite}'), name=_x(t.name),
                                      time=f'{t.duration_s or 0:.6f}')
                 if t.status == 'fail':
-                    ET.SubElement(case, 'failure', message=(t.message.splitlines() or ['failed'])[0]
-                                  ).text = t.message
+                    ET.SubElement(case, 'failure', message=_x((t.message.split('\n') or ['failed'])[0])
+                                  ).text = _x(t.message)
                 elif t.status == 'skip':
-                    ET.SubElement(case, 'skipped', message=t.message)
+                    ET.SubElement(case, 'skipped', message=_x(t.message))
     ET.indent(root)
     return ET.ElementTree(root)
 
@@ -100,6 +108,12 @@ def host_ktap(h: HostResult) -> str:
 
 
 def table(hosts: list[HostResult]) -> str:
+    """The table the terminal shows; nothing a guest printed reaches the
+    terminal raw (an escape sequence in a test name is shown as \\x1b)."""
+    return printable(_table(hosts))
+
+
+def _table(hosts: list[HostResult]) -> str:
     rows = [('host', 'suite', 'passed', 'failed', 'skipped', 'time')]
     for h in hosts:
         for suite, tests in suites_of(h.tests).items():

@@ -9,12 +9,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import instances, ktap, trace, uplink
+from . import guest_text, instances, ktap, trace, uml_paths, uplink
+from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
 from .topology import SLIRP_GUEST, VAR_RE, Host, Topology, size_bytes
@@ -22,12 +22,13 @@ from .topology import SLIRP_GUEST, VAR_RE, Host, Topology, size_bytes
 USERSPACE_MARK = 'lab: userspace reached on '
 POWEROFF_MARK = 'lab: powering off'
 
-# Lines in a console that mean the kernel is in trouble.
+# Lines in a console that mean the kernel is in trouble. No unbounded
+# wildcard between two words: a long line must not make the search quadratic.
 KERNEL_TROUBLE = re.compile(
-    r'Kernel panic|Oops[:\s]|\bBUG[: ]|WARNING:|KASAN:|UBSAN:|kmemleak:.*new suspected|'
+    r'Kernel panic|Oops[:\s]|\bBUG[: ]|WARNING:|KASAN:|UBSAN:|kmemleak: [0-9]{1,9} new suspected|'
     r'Kernel memory leak detector disabled|'
     r'general protection fault|possible (circular|recursive) locking|'
-    r'INFO: task .* blocked|Unable to handle kernel')
+    r'INFO: task [^ ]{1,64} blocked|Unable to handle kernel')
 
 
 def pinned_cpu(cpu: int, available: list[int]) -> int:
@@ -51,7 +52,8 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     argv = pin + [str(kernel), f'mem={host.mem}', f'initrd={rootfs}', f'umid={umid}',
                   f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
     if host.disk and run_dir is not None:
-        argv.append(f'ubd0={run_dir / host.name / "disk.img"}')
+        disk = uml_paths.reachable(run_dir / host.name / 'disk.img', uml_dir.parent / f'{host.name}.disk.img')
+        argv.append(f'ubd0={disk}')
     for link in host.links:
         argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
     if host.uplink:
@@ -181,27 +183,33 @@ def _stop_on_signal(signum, frame):
     raise KeyboardInterrupt(f'signal {signum}')
 
 
+# lab_runner's exit record on the console: its prefix without the space,
+# which no line of a program's output (the prefix, then the line) can be.
+CONSOLE_EXIT = re.compile(r'\[([a-z0-9_-]{1,16}):([a-z0-9_.-]{1,40})\]#lab-exit ([a-z]{1,8}=[0-9]{1,9})$',
+                          re.ASCII)
+
+
 def boot_and_wait(hosts: list[HostRun], start_host, sup: Supervisor, say) -> None:
     """Starts every host, then follows their consoles until all have ended."""
     for hr in hosts:
         hr.started = time.monotonic()
         hr.child = start_host(hr)
     say(f'booting {len(hosts)} host(s): ' + ', '.join(h.host.name for h in hosts))
+    follow = {id(hr): ConsoleFollower(hr.console) for hr in hosts}
     while True:
         alive = 0
         for hr in hosts:
             if hr.ended_s is not None:
                 continue
             now = time.monotonic() - hr.started
-            text = hr.console.read_text(errors='replace') if hr.console.exists() else ''
-            if hr.userspace_s is None and USERSPACE_MARK in text:
-                hr.userspace_s = now
-                say(f'{hr.host.name}: userspace after {now:.1f} s, running {len(hr.host.runs)} testcase(s)')
-            for line in text[hr.seen:].splitlines():
-                m = re.match(r'^\[(\S+):(\S+)\] #lab-exit (.*)$', line)
+            for line in follow[id(hr)].new_lines():
+                if hr.userspace_s is None and USERSPACE_MARK in line:
+                    hr.userspace_s = now
+                    say(f'{hr.host.name}: userspace after {now:.1f} s, '
+                        f'running {len(hr.host.runs)} testcase(s)')
+                m = CONSOLE_EXIT.search(line)
                 if m:
-                    say(f'{m.group(1)}: {m.group(2)} done ({m.group(3)})')
-            hr.seen = text.rfind('\n') + 1 if '\n' in text else hr.seen
+                    say(f'{m.group(1)}: {m.group(2)} done ({ktap.describe_exit(m.group(3))})')
             if not hr.child.running():
                 hr.ended_s = now
                 say(f'{hr.host.name}: ended after {now:.1f} s')
@@ -229,10 +237,10 @@ def boot_and_wait(hosts: list[HostRun], start_host, sup: Supervisor, say) -> Non
 
 def console_trouble(text: str) -> str:
     """An excerpt around the first sign of kernel trouble, or ''."""
-    lines = text.splitlines()
+    lines = guest_text.lines(text)
     for i, line in enumerate(lines):
         if KERNEL_TROUBLE.search(line):
-            return '\n'.join(lines[max(0, i - 2):i + 25])
+            return guest_text.printable('\n'.join(lines[max(0, i - 2):i + 25]))
     return ''
 
 
@@ -282,7 +290,11 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
         tests.append(TestRecord(host.name, 'kernel', 'reached_userspace', 'fail', None,
                                 'the host never reached /init: see ' + str(hr.console)))
     if hr.timed_out:
+        # A hang is a failure in its own right, whatever the runs printed.
         result.problems.append(f'killed after its timeout of {host.timeout} s')
+        tests.append(TestRecord(host.name, 'kernel', 'finished_in_time', 'fail', None,
+                                f'the host still ran after its timeout of {host.timeout} s and was '
+                                'killed: a testcase hung, or the host did'))
 
     for run in host.runs:
         log = run_dir / host.name / f'{run.key}.log'
@@ -306,10 +318,11 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
                                     leaf.duration_s, leaf.message))
         if not leaves:
             tests.append(TestRecord(host.name, run.suite, prefix + '(no results)', 'fail', rl.duration_s,
-                                    f'{" ".join(run.argv)} printed no KTAP results (exit: {rl.exit})'))
+                                    f'{" ".join(run.argv)} printed no KTAP results: '
+                                    f'{ktap.describe_exit(rl.exit)}'))
         elif rl.exit != 'status=0' and not any(t.status == 'fail' for _, t in leaves):
             tests.append(TestRecord(host.name, run.suite, prefix + '(exit)', 'fail', rl.duration_s,
-                                    f'{" ".join(run.argv)} ended with {rl.exit or "no exit record"}'))
+                                    f'{" ".join(run.argv)}: {ktap.describe_exit(rl.exit)}'))
     return result
 
 
@@ -366,7 +379,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
 def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
                   slirp: str, say, decode_hint: str) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
-    tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
+    tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     sup = Supervisor()
     old = {s: signal.signal(s, _stop_on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     hosts = [HostRun(h, results / f'{h.name}.console.log') for h in topo.hosts.values()]
@@ -419,12 +432,13 @@ def phase_line(hosts: list[HostRun], phases: dict[str, float]) -> str:
 def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> bool:
     """Boots one host without a lab (KUnit only); True if it powered off by itself."""
     host = Host('kunit', timeout=timeout)
-    with tempfile.TemporaryDirectory(prefix='kevent-lab-kunit-') as tmp:
+    tmp = uml_paths.private_dir('kevent-lab-kunit-')
+    try:
         sup = Supervisor()
         try:
             with open(console, 'wb') as out:
-                child = sup.start('kunit', uml_argv(kernel, rootfs, host, 'kunit-' + Path(tmp).name[-8:],
-                                                    Path(tmp), {}, None), stdout=out)
+                child = sup.start('kunit', uml_argv(kernel, rootfs, host, 'kunit-' + tmp.name[-8:],
+                                                    tmp, {}, None), stdout=out)
             try:
                 child.popen.wait(timeout=timeout)
                 return True
@@ -433,3 +447,5 @@ def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> 
                 return False
         finally:
             sup.stop_all()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -22,13 +22,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import termios
 import time
 import tty
 from pathlib import Path
 
-from . import instances, uplink
+from . import instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
 from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, uml_argv, uml_env
@@ -67,7 +66,7 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             guest_variables(host, echo.port if echo else None)))
         if host.disk:
             make_disk(hdir / 'disk.img', host.disk)
-    tmp = Path(tempfile.mkdtemp(prefix=f'kevent-lab-{topo.name}-'))
+    tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     (tmp / 'uml').mkdir()
     sup = Supervisor()
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -16,6 +16,18 @@ NAME_RE = re.compile(r'^[a-z][a-z0-9_-]{0,15}$')
 IFACE_RE = re.compile(r'^eth[0-9]$')
 MEM_RE = re.compile(r'^[1-9][0-9]*[MG]$')
 VAR_RE = re.compile(r'^\$[A-Za-z_][A-Za-z0-9_]*$')
+# Upper bounds: a typo (disk=99999G, mem=64G) is refused with a clear
+# message rather than failing deep inside mkfs or UML, or eating the machine.
+MAX_MEM = 4 << 30
+MAX_DISK = 64 << 30
+MIN_DISK = 8 << 20          # mkfs.ext4 wants room for its journal
+MAX_HOSTS = 32
+# A run without timeout= ends this long before its host's timeout at the
+# latest, so that lab_runner, not the host's killer, records how it ended.
+RUN_TIMEOUT = 120
+RUN_MARGIN = 10
+CONTROL_RE = re.compile('[\x00-\x08\x0a-\x1f\x7f-\x9f]')
+MAX_LINE = 4096
 
 # slirp's own network: the guest is 10.0.2.15 (slirp's suggestion), 10.0.2.2
 # is the machine the lab runs on (slirp connects to its 127.0.0.1), 10.0.2.3
@@ -136,19 +148,36 @@ def parse_trace(value: str, err) -> list[str]:
     return names
 
 
+# Numbers are ASCII digits, at most 9 of them: str.isdigit() is also true
+# for '²' or '٣', which int() then refuses (or reads) behind the user's back.
+NUMBER_RE = re.compile(r'[0-9]{1,9}', re.ASCII)
+
+
+def number(value: str) -> int | None:
+    """@value as a number if it is one written in ASCII digits, else None."""
+    return int(value) if NUMBER_RE.fullmatch(value) else None
+
+
 def _seconds(value: str, err) -> int:
-    if not value.isdigit() or not 0 < int(value) <= 3600:
+    n = number(value)
+    if n is None or not 0 < n <= 3600:
         err(f'timeout must be 1..3600 seconds, not {value!r}')
-    return int(value)
+    return n
 
 
 def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
     hosts: dict[str, Host] = {}
     addresses: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text.split('\n'), 1):
+        raw = raw[:-1] if raw.endswith('\r') else raw
         def err(message: str, lineno: int = lineno) -> None:
             raise TopologyError(path, lineno, message)
 
+        if len(raw) > MAX_LINE:
+            err(f'the line is {len(raw)} characters long; at most {MAX_LINE}')
+        bad = CONTROL_RE.search(raw)
+        if bad:
+            err(f'a control character ({bad.group(0)!r}) is not allowed in lab.conf')
         line = raw.split('#', 1)[0].strip()
         if not line:
             continue
@@ -169,17 +198,24 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE',
                                        'cpu': 'N', 'forward': ''}, err)
             host = Host(hname, forward='forward' in opts)
+            if len(hosts) == MAX_HOSTS:
+                err(f'a lab has at most {MAX_HOSTS} hosts')
             for key in ('mem', 'disk'):
                 if key in opts:
-                    if not MEM_RE.match(opts[key][0]):
+                    if not MEM_RE.match(opts[key][0]) or len(opts[key][0]) > 10:
                         err(f'{key} must look like 128M or 1G, not {opts[key][0]!r}')
                     setattr(host, key, opts[key][0])
+            if size_bytes(host.mem) > MAX_MEM:
+                err(f'mem={host.mem} is more than a lab host may have ({MAX_MEM >> 30}G)')
+            if host.disk and not MIN_DISK <= size_bytes(host.disk) <= MAX_DISK:
+                err(f'disk={host.disk}: a disk is {MIN_DISK >> 20}M to {MAX_DISK >> 30}G')
             if 'timeout' in opts:
                 host.timeout = _seconds(opts['timeout'][0], err)
             if 'cpu' in opts:
-                if not opts['cpu'][0].isdigit() or int(opts['cpu'][0]) > 1023:
+                cpu = number(opts['cpu'][0])
+                if cpu is None or cpu > 1023:
                     err(f'cpu must be a CPU number 0..1023, not {opts["cpu"][0]!r}')
-                host.cpu = int(opts['cpu'][0])
+                host.cpu = cpu
             hosts[hname] = host
 
         elif keyword == 'link':
@@ -275,8 +311,15 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 if '$' in word and not (VAR_RE.match(word) and word[1:] in RUN_VARS):
                     err(f'{word!r}: a run line may name only the driver\'s variables, each as a '
                         'whole word: ' + ', '.join('$' + v for v in RUN_VARS))
+            host_timeout = hosts[hname].timeout
             if 'timeout' in opts:
                 run.timeout = _seconds(opts['timeout'][0], err)
+                if run.timeout >= host_timeout:
+                    err(f'timeout={run.timeout} is not below host {hname!r}\'s timeout of '
+                        f'{host_timeout} s: the host would be killed first, and how the run '
+                        'ended never recorded (give the host a longer timeout=)')
+            else:
+                run.timeout = min(RUN_TIMEOUT, max(1, host_timeout - RUN_MARGIN))
             if 'trace' in opts:
                 run.trace = parse_trace(opts['trace'][0], err)
                 if any(r.trace for r in hosts[hname].runs):

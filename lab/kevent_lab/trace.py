@@ -16,9 +16,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-LINE_RE = re.compile(r'^\s*(?P<task>.+?)-(?P<pid>\d+)\s+(?:\(\s*[-\d]+\)\s+)?\[(?P<cpu>\d+)\]'
-                     r'\s+(?:(?P<flags>[^\s:]{4,6})\s+)?(?P<ts>\d+\.\d+):\s+(?P<name>\w+):\s?(?P<body>.*)$')
-FIELD_RE = re.compile(r'(\w+)=(\S+)')
+from . import guest_text
+
+# A line is cut in two: the task name may hold spaces and dashes, so the
+# first "-PID [CPU]" (or "-PID (TGID) [CPU]") ends it; the rest has a fixed
+# shape. Found with search() on a pattern that starts with a literal, and
+# with possessive runs of spaces, rather than one pattern with a lazy `.+?`
+# for the task: that one retried the rest of the line at every position of
+# a long line (20 000 spaces took seconds). ASCII digits only.
+TASK_END = re.compile(r'-(?P<pid>[0-9]{1,9}) ++(?:\( *+[-0-9]{1,9}\) ++)?\[(?P<cpu>[0-9]{1,5})\]', re.ASCII)
+REST_RE = re.compile(r' ++(?:(?P<flags>[^ :]{4,6}) ++)?(?P<ts>[0-9]{1,12}\.[0-9]{1,9}): ++'
+                     r'(?P<name>[A-Za-z0-9_]{1,128}):(?: (?P<body>.*))?$', re.ASCII)
+FIELD_RE = re.compile(r'([A-Za-z0-9_]{1,64})=([^ ]+)', re.ASCII)
 
 
 @dataclass
@@ -43,15 +52,19 @@ class Event:
 def parse(text: str) -> list[Event]:
     """The events of a trace; header lines (#) and lines it cannot read are left out."""
     events = []
-    for line in text.splitlines():
+    for line in guest_text.lines(text):
+        line = guest_text.printable(line)
         if not line.strip() or line.lstrip().startswith('#'):
             continue
-        m = LINE_RE.match(line)
+        head = TASK_END.search(line)
+        if not head:
+            continue
+        m = REST_RE.match(line, head.end())
         if not m:
             continue
-        body = m['body'].strip()
-        events.append(Event(m['task'].strip(), int(m['pid']), int(m['cpu']), float(m['ts']),
-                            m['name'], dict(FIELD_RE.findall(body)), body))
+        body = (m['body'] or '').strip()
+        events.append(Event(line[:head.start()].strip(), int(head['pid']), int(head['cpu']),
+                            float(m['ts']), m['name'], dict(FIELD_RE.findall(body)), body))
     return events
 
 

@@ -128,7 +128,7 @@ def test_exit_status_counts(tmp_path):
     (tmp_path / 'lab' / 'a' / 'core.log').write_text(text)
     tests = by_name(run.collect_host(hr, tmp_path / 'lab'))
     assert tests[('core', '(exit)')].status == 'fail'
-    assert 'status=3' in tests[('core', '(exit)')].message
+    assert 'it exited with status 3' in tests[('core', '(exit)')].message
 
 
 def test_phase_line():
