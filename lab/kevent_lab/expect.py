@@ -9,6 +9,7 @@ running is noticed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +37,26 @@ class Comparison:
         return '\n'.join(lines)
 
 
+NUMBERED = re.compile(r' \[[0-9]{1,6}\]$', re.ASCII)
+
+
+def _numbered(pairs) -> dict[str, str]:
+    """(key, status) pairs as a signature; a key seen again gets [2], [3], ...
+
+    Tests with one name (a program may print `not ok 1 x` and `ok 2 x`)
+    stay apart: a later `ok` cannot hide an earlier `not ok`. Run and file
+    are numbered alike: a number already there is taken off first."""
+    sig: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for key, status in pairs:
+        key = NUMBERED.sub('', ' '.join(key.split()))
+        seen[key] = seen.get(key, 0) + 1
+        sig[key if seen[key] == 1 else f'{key} [{seen[key]}]'] = status
+    return sig
+
+
 def signature(hosts: list[HostResult]) -> dict[str, str]:
-    return {f'{t.host} {t.suite} {t.name}': t.status for h in hosts for t in h.tests}
+    return _numbered((f'{t.host} {t.suite} {t.name}', t.status) for h in hosts for t in h.tests)
 
 
 def render(sig: dict[str, str]) -> str:
@@ -45,7 +64,7 @@ def render(sig: dict[str, str]) -> str:
 
 
 def parse(text: str, path: str = '<signature>') -> dict[str, str]:
-    sig: dict[str, str] = {}
+    pairs = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split('#', 1)[0].strip()
         if not line:
@@ -53,8 +72,8 @@ def parse(text: str, path: str = '<signature>') -> dict[str, str]:
         words = line.split()
         if len(words) < 4 or words[-1] not in ('pass', 'fail', 'skip'):
             raise ValueError(f'{path}:{lineno}: expected HOST SUITE NAME pass|fail|skip')
-        sig[' '.join(words[:-1])] = words[-1]
-    return sig
+        pairs.append((' '.join(words[:-1]), words[-1]))
+    return _numbered(pairs)
 
 
 def compare(expected: dict[str, str], actual: dict[str, str]) -> Comparison:

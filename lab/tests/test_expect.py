@@ -35,3 +35,18 @@ def test_differences():
 def test_bad_signature_line():
     with pytest.raises(ValueError, match='sig:2:'):
         expect.parse('a b c pass\na b c maybe\n', 'sig')
+
+
+def test_a_later_ok_does_not_hide_a_not_ok_of_the_same_name():
+    """--expect keyed tests by HOST SUITE NAME: of two tests named alike the
+    last one's status was the only one compared."""
+    ran = [HostResult('a', '', 0, 0, [TestRecord('a', 'core', 'dup', 'fail', 0),
+                                      TestRecord('a', 'core', 'dup', 'pass', 0)])]
+    assert not expect.compare(expect.parse('a core dup pass\n'), expect.signature(ran)).ok
+    assert not expect.compare(expect.parse('a core dup pass\na core dup pass\n'),
+                              expect.signature(ran)).ok
+    # A signature recorded from such a run reads back as it was written.
+    sig = expect.signature(ran)
+    assert expect.render(sig) == 'a core dup fail\na core dup [2] pass\n'
+    assert expect.parse(expect.render(sig)) == sig
+    assert expect.compare(expect.parse(expect.render(sig)), sig).ok
