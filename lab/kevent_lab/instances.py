@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,9 +60,52 @@ def groups_alive(groups: set[int]) -> bool:
     return False
 
 
+def start_time(pid: int) -> int | None:
+    """When process @pid started (clock ticks since boot), or None if there is none.
+
+    A pid and this time name one process for good: a pid used again later
+    belongs to a process that started later."""
+    try:
+        with open(f'/proc/{int(pid)}/stat') as f:
+            return int(f.read().rsplit(')', 1)[-1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def starts_of(pids) -> dict[str, int]:
+    """The start times to record in state.json beside @pids."""
+    return {str(p): t for p in pids if (t := start_time(p)) is not None}
+
+
+def state_pids(state: dict) -> list[int]:
+    """The leaders a started lab's state.json names: supervisor, switches, hosts."""
+    pids = [state.get('pid'), *state.get('switches', []),
+            *(h.get('pid') for h in state.get('hosts', {}).values())]
+    return [p for p in pids if isinstance(p, int) and not isinstance(p, bool) and p > 1]
+
+
+def is_ours(state: dict, pid: int) -> bool:
+    """True if process @pid is still the one the lab started: its start time
+    is the one state.json recorded. A state.json without them (written by
+    someone else, or by hand) names nothing that may be signalled."""
+    recorded = state.get('starts', {}).get(str(pid)) if isinstance(state.get('starts'), dict) else None
+    return recorded is not None and start_time(pid) == recorded
+
+
 def state_groups(state: dict) -> set[int]:
-    """The process groups a started lab's state.json names (each its leader's pid)."""
-    return {state['pid'], *state.get('switches', []), *(h['pid'] for h in state.get('hosts', {}).values())}
+    """The process groups of a started lab (each its leader's pid) that may
+    still hold its processes: those whose leader is the process the lab
+    started, or is gone (a group's number is not given to a new process
+    while the group has members). A leader's pid now used by another
+    process (its start time differs) names a group that is not ours."""
+    groups = set()
+    for pid in state_pids(state):
+        if str(pid) not in state.get('starts', {}):
+            continue
+        now = start_time(pid)
+        if now is None or is_ours(state, pid):
+            groups.add(pid)
+    return groups
 
 
 def owned(path: Path) -> bool:
@@ -81,9 +125,10 @@ def owned(path: Path) -> bool:
 
 def read_state(path: Path) -> dict | None:
     try:
-        return json.loads((path / STATE).read_text())
+        state = json.loads((path / STATE).read_text())
     except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) and isinstance(state.get('hosts'), dict) else None
 
 
 def in_use(path: Path) -> bool:
@@ -117,7 +162,8 @@ def _lab_lock(base: Path, create: bool = True):
 def _ids(base: Path) -> list[str]:
     if not base.is_dir():
         return []
-    return sorted((p.name for p in base.iterdir() if p.is_dir() and p.name.isdigit()), key=int)
+    return sorted((p.name for p in base.iterdir()
+                   if p.is_dir() and p.name.isascii() and p.name.isdigit()), key=int)
 
 
 def prune(base: Path) -> list[Path]:
@@ -134,9 +180,20 @@ def prune(base: Path) -> list[Path]:
     return removed
 
 
+# A lab's name becomes a directory of build/lab whose contents a claim
+# prunes: a path ('/some/dir', '../../X') must never get that far.
+PLAIN_NAME = re.compile(r'[a-z0-9][a-z0-9_-]{0,63}', re.ASCII)
+
+
+def _base(work: Path, lab: str) -> Path:
+    if not PLAIN_NAME.fullmatch(lab):
+        raise ValueError(f'{lab!r} is not a lab name (a directory name of lab/labs/, not a path)')
+    return work / lab
+
+
 def claim(work: Path, lab: str) -> Instance:
     """A new run directory for @lab, locked by this process until release()."""
-    base = work / lab
+    base = _base(work, lab)
     base.mkdir(parents=True, exist_ok=True)
     if ' ' in str(base.resolve()):
         raise ValueError(f'the run directory {base} has a space, which the kernel command line cannot carry')
@@ -156,12 +213,14 @@ def claim(work: Path, lab: str) -> Instance:
 def adopt(work: Path, lab: str, ident: str, fd: int) -> Instance:
     """The instance a parent claimed and handed over with its locked fd (labctl start)."""
     os.set_inheritable(fd, False)
-    return Instance(lab, ident, (work / lab / ident).resolve(), fd)
+    if not (ident.isascii() and ident.isdigit()):
+        raise ValueError(f'{ident!r} is not an instance number')
+    return Instance(lab, ident, (_base(work, lab) / ident).resolve(), fd)
 
 
 def started(work: Path, lab: str) -> list[Instance]:
     """The started (labctl start) instances of @lab that are still in use."""
-    base = work / lab
+    base = _base(work, lab)
     return [Instance(lab, i, base / i) for i in _ids(base)
             if (base / i / STATE).exists() and in_use(base / i)]
 

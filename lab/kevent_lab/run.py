@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import guest_text, instances, ktap, trace, uml_paths, uplink
+from . import guest_text, instances, ktap, results_dir, trace, uml_paths, uplink
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -346,6 +346,10 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
     check_memory(topo, rootfs.stat().st_size)
+    if not any(h.runs for h in topo.hosts.values()):
+        # Nothing would keep its hosts up: the driver would stop them at once.
+        raise ValueError(f'lab {topo.name} has no run lines: nothing to run '
+                         f'(labctl start {topo.name} boots it to explore by hand)')
 
     slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
 
@@ -355,7 +359,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     echo = None
     try:
         say(f'run directory {run_dir} (instance {inst.id} of lab {topo.name})')
-        results.mkdir(parents=True, exist_ok=True)
+        results_dir.claim(results, topo)
         if slirp:
             echo = uplink.EchoService()
             say(f'echo service on 127.0.0.1:{echo.port}, 10.0.2.2:{echo.port} from an uplink')
@@ -367,8 +371,6 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
                 guest_variables(host, echo.port if echo else None)))
             if host.disk:
                 make_disk(run_dir / host.name / 'disk.img', host.disk)
-            for stale in results.glob(f'{host.name}.*'):
-                stale.unlink()
         return _boot_collect(topo, kernel, rootfs, results, run_dir, slirp, say, decode_hint)
     finally:
         if echo:

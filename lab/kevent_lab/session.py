@@ -88,6 +88,8 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
                 hosts[host.name]['uplink'] = host.uplink
         state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
                  'switches': switches, 'hosts': hosts}
+        # What stop and crash check before they signal a pid of this file.
+        state['starts'] = instances.starts_of(instances.state_pids(state))
         if echo:
             state['echo_port'] = echo.port
         tmp_state = state_path.with_suffix('.tmp')
@@ -224,14 +226,16 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
 
 def stop(lab: str, work: Path, say=print, ident: str | None = None) -> int:
     inst, state = find_instance(work, lab, ident)
-    try:
-        os.kill(state['pid'], signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 20
-    while alive(state['pid']) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if alive(state['pid']) or groups_alive(state_groups(state)):
+    sup = state['pid']
+    if instances.is_ours(state, sup):
+        try:
+            os.kill(sup, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 20
+        while instances.is_ours(state, sup) and alive(sup) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    if (instances.is_ours(state, sup) and alive(sup)) or groups_alive(state_groups(state)):
         say(f'labctl: supervisor of {lab} (instance {inst.id}) did not stop everything: crashing the lab')
         return _kill(lab, inst, state, say)
     say(f'lab {lab} (instance {inst.id}) stopped')
@@ -245,8 +249,10 @@ def crash(lab: str, work: Path, say=print, ident: str | None = None) -> int:
 
 
 def _kill(lab: str, inst: Instance, state: dict, say) -> int:
+    # Only groups still the lab's (state_groups checks each leader's start
+    # time): a pid of a stale or forged state.json may be anyone's now.
     groups = state_groups(state)
-    for pid in [h['pid'] for h in state['hosts'].values()] + state['switches'] + [state['pid']]:
+    for pid in groups:
         for kill in (lambda p: os.killpg(p, signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
             try:
                 kill(pid)

@@ -56,7 +56,8 @@ def test_started_lab_with_live_hosts_stays_in_use(tmp_path):
     try:
         (inst.path / 'state.json').write_text(json.dumps(
             {'lab': 'pair', 'id': inst.id, 'pid': 999999999, 'switches': [],
-             'hosts': {'x': {'pid': sleeper.pid, 'console': '/dev/null'}}}))
+             'hosts': {'x': {'pid': sleeper.pid, 'console': '/dev/null'}},
+             'starts': instances.starts_of([sleeper.pid])}))
         assert instances.in_use(inst.path)
         assert [i.id for i in instances.started(tmp_path, 'pair')] == ['1']
         assert instances.claim(tmp_path, 'pair').id == '2'
@@ -102,3 +103,82 @@ def test_clean_keeps_what_is_in_use(tmp_path):
         busy.release()
     instances.clean(tmp_path, said.append)
     assert not tmp_path.exists()
+
+
+def test_a_state_json_cannot_make_crash_kill_a_stranger(tmp_path):
+    """crash killed every pid state.json listed: a stale file (pids used
+    again since) or a forged one took any process of the user with it."""
+    from kevent_lab import session
+    stranger = subprocess.Popen(['sleep', '30'], start_new_session=True)
+    inst = instances.claim(tmp_path, 'pair')        # held: the instance is in use
+    try:
+        for starts in ({}, {str(stranger.pid): 1}):  # none recorded; another process's
+            (inst.path / 'state.json').write_text(json.dumps(
+                {'lab': 'pair', 'id': inst.id, 'pid': stranger.pid, 'switches': [stranger.pid],
+                 'hosts': {'x': {'pid': stranger.pid, 'console': '/dev/null'}}, 'starts': starts}))
+            session.crash('pair', tmp_path, lambda m: None)
+            time.sleep(0.2)
+            assert stranger.poll() is None, 'crash killed a process the lab never started'
+        # The process the lab did start (its start time recorded) is killed.
+        (inst.path / 'state.json').write_text(json.dumps(
+            {'lab': 'pair', 'id': inst.id, 'pid': 999999999, 'switches': [],
+             'hosts': {'x': {'pid': stranger.pid, 'console': '/dev/null'}},
+             'starts': instances.starts_of([stranger.pid])}))
+        session.crash('pair', tmp_path, lambda m: None)
+        assert stranger.wait(timeout=10) == -9
+    finally:
+        inst.release()
+        if stranger.poll() is None:
+            stranger.kill()
+            stranger.wait()
+
+
+def test_a_lab_name_that_is_a_path_is_refused(tmp_path):
+    import pytest
+    for name in ('/some/dir', '../../X', '..', 'a/b', ''):
+        with pytest.raises(ValueError, match='not a lab name'):
+            instances.claim(tmp_path, name)
+    assert list(tmp_path.iterdir()) == []
+
+
+def labctl(*args):
+    return subprocess.run([sys.executable, str(LAB_DIR / 'labctl'), *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_labctl_refuses_a_path_for_a_lab_before_touching_it(tmp_path):
+    """`labctl start /some/dir` pruned that folder (its lab.conf, README,
+    notes/) as if it were a lab's run directories."""
+    victim = tmp_path / 'victim'
+    (victim / 'notes').mkdir(parents=True)
+    (victim / 'lab.conf').write_text('host a\nrun a s -- kevent_core_test\n')
+    (victim / 'README').write_text('mine')
+    rel = os.path.relpath(victim, LAB_DIR / 'labs')
+    for cmd in (['start', str(victim)], ['start', rel], ['check', str(victim)],
+                ['status', str(victim)], ['crash', str(victim)], ['stop', rel],
+                ['exec', '--lab', str(victim), 'a', '--', 'true'], ['run', '--lab', rel]):
+        proc = labctl(*cmd)
+        assert proc.returncode == 2 and 'a lab is the name of a directory of lab/labs/' in proc.stderr, cmd
+    assert sorted(p.name for p in victim.iterdir()) == ['README', 'lab.conf', 'notes']
+
+
+def test_labctl_check_refuses_an_unknown_program(tmp_path, monkeypatch):
+    """check accepted kevent_core_tset; the run then failed in the guest
+    with "printed no KTAP results (exit: status=127)"."""
+    from kevent_lab import programs, topology
+    top = LAB_DIR.parent
+    topo = topology.parse('host a\nrun a core -- kevent_core_tset\n', name='x')
+    import pytest
+    with pytest.raises(topology.TopologyError, match="did you mean kevent_core_test") as e:
+        programs.check(topo, top, 'lab.conf')
+    assert e.value.line == 2
+    # An exercise's lab has its checkers and the answer too; other labs do not.
+    ex = topology.parse('host a\nrun a s -- ex01_answer 7001 3\nrun a t -- ex01_check x 1\n',
+                        name='ex-01-echo')
+    programs.check(ex, top, 'lab.conf')
+    ex.name = 'pair'
+    with pytest.raises(topology.TopologyError):
+        programs.check(ex, top, 'lab.conf')
+    for lab in sorted((LAB_DIR / 'labs').iterdir()):
+        if (lab / 'lab.conf').exists():
+            assert labctl('check', lab.name).returncode == 0, lab.name
