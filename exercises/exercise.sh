@@ -32,6 +32,15 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+# EX may be 1, 01 or 01-echo (make exercise EX=1 ...): a number is the
+# exercise's two digits. Never a path.
+case $ex in
+*/*|.*) die "EX is an exercise's number or name (like 01 or 01-echo), not $ex";;
+esac
+if [[ $ex =~ ^[0-9]{1,3}$ ]]; then
+	ex=$(printf '%02d' "$((10#$ex))")
+fi
+
 # The exercise: its directory, its starter, its lab.
 dir=''
 for d in "$top"/exercises/"$ex" "$top"/exercises/"$ex"-*; do
@@ -56,6 +65,16 @@ esac
 
 out=${out:-$top/build/exercises/$num}
 results=${results:-$out/results}
+# OUT/bin is emptied below: only in a directory this script made. An OUT
+# that holds anything else (--out ~ has a ~/bin) is refused, untouched.
+marker=.kevent-exercise-out
+if [ -e "$out" ] || [ -L "$out" ]; then
+	[ -d "$out" ] && [ ! -L "$out" ] || die "--out $out is not a directory"
+	if [ ! -f "$out/$marker" ] && [ -n "$(ls -A "$out")" ]; then
+		die "--out $out holds files this script did not make: give a new or empty directory"
+	fi
+fi
+mkdir -p "$out" && touch "$out/$marker"
 : "${KERNEL:=$top/build/linux}" "${GEN_INIT_CPIO:=$top/build/obj/usr/gen_init_cpio}"
 : "${BUSYBOX:=/bin/busybox}" "${KSRC:=$top/build/src}" "${HDR:=$top/build/headers/include}"
 : "${TESTCASES:=$top/build/testcases}" "${PYTHON:=python3}"
