@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -42,6 +43,7 @@ static long long now_ms(void)
 static int dial(long long wait_ms)
 {
 	long long until = now_ms() + wait_ms;
+	int telling = 0;	/* the last error that says more than "no answer yet" */
 
 	for (;;) {
 		int s = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -61,7 +63,14 @@ static int dial(long long wait_ms)
 			return s;
 		}
 		close(s);
-		errno = err;
+		/*
+		 * The last try can run out of time (ETIMEDOUT) though every
+		 * try before was refused: report the refusal, which says
+		 * what is wrong (nothing listens on the port).
+		 */
+		if (err != ETIMEDOUT)
+			telling = err;
+		errno = telling ? telling : err;
 		if (now_ms() > until)
 			return -1;
 		usleep(50 * 1000);
@@ -96,7 +105,7 @@ static const char *exchange(int s, int who, size_t len)
 
 			for (i = 0; i < n; i++)
 				buf[i] = pattern(who, sent + i);
-			w = send(s, buf, n, MSG_DONTWAIT);
+			w = send(s, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (w < 0 && errno != EAGAIN)
 				return "send failed";
 			sent += w > 0 ? w : 0;
@@ -142,6 +151,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s ADDR PORT\n", argv[0]);
 		return 2;
 	}
+	/*
+	 * A server that crashes resets our connections: a send() then must
+	 * fail with EPIPE and be reported, not kill this checker (SIGPIPE).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	server.sin_family = AF_INET;
 	server.sin_port = htons(atoi(argv[2]));
 	inet_pton(AF_INET, argv[1], &server.sin_addr);
@@ -158,7 +172,9 @@ int main(int argc, char **argv)
 		};
 		unsigned int i;
 
-		ksft_print_msg("connect to %s:%s: %s\n", argv[1], argv[2], strerror(errno));
+		ksft_print_msg("connect to %s:%s: %s%s\n", argv[1], argv[2], strerror(errno),
+			       errno == ECONNREFUSED ? ": nothing listens there (did the server start? "
+						       "see a.echo.server.log)" : "");
 		ksft_test_result_fail("server_accepts\n");
 		ksft_print_msg("no server: the other checks fail with it\n");
 		for (i = 0; i < ARRAY_SIZE(rest); i++)
