@@ -21,42 +21,81 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 @dataclass
 class Child:
+    """A process the lab started, leader of its own process group.
+
+    The leader is reaped only once its group was killed: while it is a
+    zombie its pid, which is the group's id, cannot be given to another
+    process, so killpg() reaches this group and no other. running() and
+    wait_exit() look without reaping (waitid WNOWAIT) for that reason."""
     name: str
     popen: subprocess.Popen
+    on_reaped: object = None        # called with the pid once reaped
 
     @property
     def pid(self) -> int:
         return self.popen.pid
 
+    def _exited(self) -> bool:
+        if self.popen.returncode is not None:
+            return True
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
     def running(self) -> bool:
-        return self.popen.poll() is None
+        return not self._exited()
+
+    def wait_exit(self, timeout: float) -> bool:
+        """True once the leader has ended (not reaped), False after @timeout s."""
+        deadline = time.monotonic() + timeout
+        while not self._exited():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
 
     def kill(self) -> None:
-        """SIGKILL to the whole process group, then reap."""
-        try:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL to the whole process group, then reap the leader."""
+        if self.popen.returncode is not None:
+            return                      # reaped already: its group id may be anyone's now
+        _killpg(self.pid)
+        self.wait_exit(10)
+        # What a member forked while the first signal was on its way.
+        _killpg(self.pid)
         try:
             self.popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            pass
+            return
+        if self.on_reaped:
+            self.on_reaped(self.pid)
 
 
-# The watchdog: reads "+PGID" for each group the driver starts, and "bye"
-# when the driver has stopped them itself. At the end of its input without
-# a "bye", the driver is gone: it kills every group it was told of.
+# The watchdog: reads "+PGID" for each group the driver starts, "-PGID" when
+# the driver has ended and reaped one (its id may be reused from then on),
+# and "bye" when the driver has stopped them all itself. At the end of its
+# input without a "bye", the driver is gone: it kills the groups it still
+# holds, and only those.
 WATCHDOG = '''
 import os, signal, sys
-groups, bye = [], False
+groups, bye = set(), False
 for line in sys.stdin:
     line = line.strip()
     if line == 'bye':
         bye = True
     elif line.startswith('+'):
-        groups.append(int(line[1:]))
+        groups.add(int(line[1:]))
+    elif line.startswith('-'):
+        groups.discard(int(line[1:]))
 if not bye:
     for g in groups:
         try:
@@ -65,46 +104,55 @@ if not bye:
             pass
 '''
 
+# Signals that end the driver by raising in it (KeyboardInterrupt): held
+# back between starting a process and telling the watchdog of it, so that
+# no process is ever started that the watchdog does not know.
+_DEFERRED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
 
 @dataclass
 class Supervisor:
     children: list[Child] = field(default_factory=list)
     watchdog: subprocess.Popen | None = None
 
+    def _tell(self, line: str) -> None:
+        if self.watchdog is None:
+            return
+        try:
+            self.watchdog.stdin.write(line + '\n')
+            self.watchdog.stdin.flush()
+        except OSError:
+            pass
+
     def _watch(self, pgid: int) -> None:
         if self.watchdog is None:
             self.watchdog = subprocess.Popen([sys.executable, '-c', WATCHDOG],
                                              stdin=subprocess.PIPE, text=True,
                                              start_new_session=True)
-        try:
-            self.watchdog.stdin.write(f'+{pgid}\n')
-            self.watchdog.stdin.flush()
-        except OSError:
-            pass
+        self._tell(f'+{pgid}')
 
     def start(self, name: str, argv: list[str], *, stdout=None, stdin=subprocess.DEVNULL,
               cwd: Path | None = None, env: dict | None = None) -> Child:
-        popen = subprocess.Popen(argv, stdin=stdin, stdout=stdout,
-                                 stderr=subprocess.STDOUT if stdout else None,
-                                 cwd=cwd, env=env, start_new_session=True)
-        child = Child(name, popen)
-        self.children.append(child)
-        self._watch(popen.pid)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+        try:
+            popen = subprocess.Popen(argv, stdin=stdin, stdout=stdout,
+                                     stderr=subprocess.STDOUT if stdout else None,
+                                     cwd=cwd, env=env, start_new_session=True)
+            child = Child(name, popen, on_reaped=lambda pid: self._tell(f'-{pid}'))
+            self.children.append(child)
+            self._watch(popen.pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         return child
 
     def stop_all(self) -> None:
+        # Each group is killed while its leader is unreaped (Child.kill).
         for child in reversed(self.children):
             child.kill()
-        # A group whose leader is gone can still hold members: sweep them.
-        for child in self.children:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         self.children.clear()
         if self.watchdog is not None:
+            self._tell('bye')
             try:
-                self.watchdog.stdin.write('bye\n')
                 self.watchdog.stdin.close()
             except OSError:
                 pass

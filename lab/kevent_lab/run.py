@@ -441,12 +441,12 @@ def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> 
             with open(console, 'wb') as out:
                 child = sup.start('kunit', uml_argv(kernel, rootfs, host, 'kunit-' + tmp.name[-8:],
                                                     tmp, {}, None), stdout=out)
-            try:
-                child.popen.wait(timeout=timeout)
+            # Not popen.wait(): the leader stays unreaped until stop_all()
+            # has killed what is left of its group (processes.Child).
+            if child.wait_exit(timeout):
                 return True
-            except Exception:
-                print(f'kunit boot: no power-off after {timeout} s', file=sys.stderr)
-                return False
+            print(f'kunit boot: no power-off after {timeout} s', file=sys.stderr)
+            return False
         finally:
             sup.stop_all()
     finally:

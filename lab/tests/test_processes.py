@@ -41,3 +41,63 @@ def test_switch_starts_and_stops(tmp_path):
     assert child.running()
     sup.stop_all()
     assert not child.running()
+
+
+def state_of(pid: int) -> str | None:
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[-1].split()[0]
+    except OSError:
+        return None
+
+
+def test_a_leader_that_ended_stays_unreaped_until_its_group_is_killed(tmp_path):
+    """running() used to reap an ended leader (Popen.poll): from then on its
+    pid, the group's id, could be given to a stranger, whom the sweep of
+    stop_all() then killed. Now the leader stays a zombie, holding the
+    group's id, until kill() has killed the group."""
+    import subprocess
+    sup = Supervisor()
+    pidfile = tmp_path / 'left'
+    child = sup.start('sh', ['sh', '-c', f'sleep 300 & echo $! > {pidfile}'])
+    for _ in range(250):
+        if not child.running():
+            break
+        time.sleep(0.02)
+    assert not child.running()
+    assert state_of(child.pid) == 'Z'            # ended, not reaped: the id stays ours
+    left = int(pidfile.read_text())
+    assert alive(left)
+    sup.stop_all()
+    assert state_of(child.pid) is None and not alive(left)
+
+
+def test_watchdog_forgets_a_group_the_driver_ended():
+    """The watchdog killed every group it was ever told of, those of hosts
+    long gone (whose ids may belong to others by then) included."""
+    import subprocess
+    import sys
+    from kevent_lab.processes import WATCHDOG
+    stranger = subprocess.Popen(['sleep', '30'], start_new_session=True)
+    try:
+        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG], stdin=subprocess.PIPE, text=True)
+        dog.communicate(f'+{stranger.pid}\n-{stranger.pid}\n', timeout=10)   # no goodbye
+        time.sleep(0.1)
+        assert stranger.poll() is None
+        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG], stdin=subprocess.PIPE, text=True)
+        dog.communicate(f'+{stranger.pid}\n', timeout=10)
+        assert stranger.wait(timeout=10) == -9                                # still told: killed
+    finally:
+        if stranger.poll() is None:
+            stranger.kill()
+            stranger.wait()
+
+
+def test_supervisor_tells_the_watchdog_when_it_reaped(tmp_path):
+    sup = Supervisor()
+    told = []
+    sup._tell = told.append
+    child = sup.start('sleep', ['sleep', '30'])
+    child.kill()
+    assert f'-{child.pid}' in told
+    sup.stop_all()
