@@ -14,9 +14,9 @@ a lab's instance by its name; when several run, they take --id.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import re
 import select
 import shutil
 import signal
@@ -27,13 +27,12 @@ import time
 import tty
 from pathlib import Path
 
-from . import instances, uml_paths, uplink
+from . import guest_shell, instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
 from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, uml_argv, uml_env
 from .topology import Host, Topology
 
-PTS_RE = re.compile(r"Virtual console 1 assigned device '(/dev/pts/\d+)'")
 READY_MARK = 'lab: ready for console and exec'
 
 
@@ -41,8 +40,11 @@ def interactive_script(host: Host, startup: str, variables: dict[str, str] | Non
     lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host, variables)
     if startup:
         lines.append(startup.rstrip('\n'))
+    # lab_console: a shell with its tty as controlling terminal and every
+    # signal at its default (Ctrl-C works); tty1 for console, tty2 for exec.
     lines += [f'echo "{READY_MARK} on /dev/tty1"',
-              "while :; do setsid sh -c 'exec sh </dev/tty1 >/dev/tty1 2>&1'; done &",
+              'while :; do lab_console /dev/tty1; done &',
+              'while :; do lab_console /dev/tty2; done &',
               'while :; do sleep 3600; done']
     return '\n'.join(lines) + '\n'
 
@@ -80,7 +82,7 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             console = run_dir / host.name / 'console.log'
             with open(console, 'wb') as out:
                 argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts']
+                                tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts', 'con2=pts']
                 child = sup.start(host.name, argv, stdout=out,
                                   env=uml_env(host, tmp / f'home-{host.name}'))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
@@ -153,15 +155,22 @@ def find_instance(work: Path, lab: str, ident: str | None) -> tuple[Instance, di
     return found[0]
 
 
-def host_pts(state: dict, host: str) -> str:
+def host_pts(state: dict, host: str, console: int = guest_shell.CONSOLE) -> str:
+    """The pty of a host's console 1 (console) or 2 (exec), checked to be
+    the host's: its UML process holds the pty's master."""
     if host not in state['hosts']:
         raise SystemExit(f'labctl: no host {host!r} in lab {state["lab"]} '
                          f'(hosts: {", ".join(state["hosts"])})')
-    text = Path(state['hosts'][host]['console']).read_text(errors='replace')
-    m = PTS_RE.search(text)
-    if not m or READY_MARK not in text:
-        raise SystemExit(f'labctl: host {host} is not ready yet (see {state["hosts"][host]["console"]})')
-    return m.group(1)
+    h = state['hosts'][host]
+    log = Path(h['console'])
+    if READY_MARK not in log.read_text(errors='replace'):
+        raise SystemExit(f'labctl: host {host} is not ready yet (see {log})')
+    if not instances.is_ours(state, h['pid']):
+        raise SystemExit(f'labctl: host {host} (pid {h["pid"]}) is not running')
+    try:
+        return guest_shell.find_pts(log, h['pid'], console)
+    except guest_shell.ShellError as e:
+        raise SystemExit(f'labctl: host {host}: {e}')
 
 
 def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print,
@@ -213,10 +222,10 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
             f'{"running" if alive(state["pid"]) else "GONE"}')
         for name, h in state['hosts'].items():
             text = Path(h['console']).read_text(errors='replace')
-            m = PTS_RE.search(text)
+            pts = guest_shell.last_pts(text, guest_shell.CONSOLE)
             up = 'ready' if READY_MARK in text else ('booted' if USERSPACE_MARK in text else 'booting')
             say(f'  {name}: pid {h["pid"]} {"running" if alive(h["pid"]) else "GONE"}, {up}, '
-                f'console {m.group(1) if m else "-"}'
+                f'console {"/dev/pts/%d" % pts if pts is not None else "-"}'
                 + (f', uplink {h["uplink"]} (slirp)' if h.get('uplink') else ''))
         if state.get('echo_port'):
             say(f'  echo service: 127.0.0.1:{state["echo_port"]}, from an uplink '
@@ -266,46 +275,45 @@ def _kill(lab: str, inst: Instance, state: dict, say) -> int:
     return 0
 
 
-def _open_pts(path: str) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
-    tty.setraw(fd)
-    return fd
-
-
 def exec_command(lab: str, work: Path, host: str, command: list[str], timeout: float = 60,
                  ident: str | None = None) -> int:
-    """Runs one shell command on a host's console; prints its output, returns its status."""
-    fd = _open_pts(host_pts(find_instance(work, lab, ident)[1], host))
-    # The markers are split in the command, so the console's echo of it never
-    # matches; the command runs in a subshell, so `exit` ends only itself.
-    line = f'echo "__LAB""BEGIN__"; ( {" ".join(command)} ); echo "__LAB""END__$?"\n'
-    os.write(fd, line.encode())
-    buf, deadline = b'', time.monotonic() + timeout
-    while b'__LABEND__' not in buf or not re.search(rb'__LABEND__\d+', buf):
-        if time.monotonic() > deadline:
+    """Runs one command on a host's exec console; prints its output, returns its status."""
+    inst, state = find_instance(work, lab, ident)
+    path = host_pts(state, host, guest_shell.EXEC)
+    # One exec at a time per host: two on one shell would mix their lines.
+    lock = os.open(inst.path / f'{host}.exec.lock', os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fd = guest_shell.open_pts(path)
+        try:
+            status, out = guest_shell.run(fd, host, command, timeout)
+        except guest_shell.ShellError as e:
+            raise SystemExit(f'labctl: {e}')
+        finally:
             os.close(fd)
-            print(f'labctl: no answer from {host} in {timeout:.0f} s', file=sys.stderr)
-            return 124
-        r, _, _ = select.select([fd], [], [], 0.2)
-        if r:
-            buf += os.read(fd, 65536)
-    os.close(fd)
-    out = buf.split(b'__LABBEGIN__\r\n', 1)[-1]
-    body, _, rest = out.partition(b'__LABEND__')
-    sys.stdout.write(body.replace(b'\r\n', b'\n').decode(errors='replace'))
-    return int(re.match(rb'\d+', rest).group(0))
+    finally:
+        os.close(lock)
+    sys.stdout.write(out.decode(errors='replace'))
+    sys.stdout.flush()
+    if status == 124:
+        print(f'labctl: {host}: no end after {timeout:.0f} s; interrupted it (Ctrl-C)', file=sys.stderr)
+    return status
 
 
 def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
     """The host's shell on this terminal, until Ctrl-]."""
-    fd = _open_pts(host_pts(find_instance(work, lab, ident)[1], host))
+    fd = guest_shell.open_pts(host_pts(find_instance(work, lab, ident)[1], host))
     print(f'[{host}: console, Ctrl-] to leave]\r')
     stdin = sys.stdin.fileno()
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
     try:
         if saved:
             tty.setraw(stdin)
-        os.write(fd, b'\n')
+            # The guest's terminal gets this one's size (stty size, editors).
+            size = os.get_terminal_size(stdin)
+            os.write(fd, f'stty rows {size.lines} cols {size.columns}\n'.encode())
+        else:
+            os.write(fd, b'\n')
         while True:
             r, _, _ = select.select([fd, stdin], [], [])
             if fd in r:

@@ -1,0 +1,138 @@
+"""labctl exec against a stand-in for a started host: a pty held by this
+process (UML's console), bridged to a second pty (the guest's tty) on which
+an interactive shell runs with that tty as its controlling terminal, as
+lab_console gives the guest's shell."""
+import json
+import os
+import select
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kevent_lab import guest_shell, instances, session
+
+
+class FakeHost:
+    """UML's side of a console: this process holds the master of the pty
+    labctl opens, and copies to and from the guest's terminal."""
+
+    def __init__(self, tmp: Path, hostname: str):
+        self.uml_master, slave = os.openpty()
+        self.pts = os.ttyname(slave)
+        os.close(slave)
+        guest_master, guest_slave = os.openpty()
+        rc = tmp / f'{hostname}.rc'
+        rc.write_text(f'hostname() {{ echo {hostname}; }}\nPS1="{hostname} # "\n')
+        self.shell = subprocess.Popen(
+            ['sh', '-i'], stdin=guest_slave, stdout=guest_slave, stderr=guest_slave,
+            start_new_session=True, env={'ENV': str(rc), 'PATH': os.environ['PATH']},
+            preexec_fn=lambda: __import__('fcntl').ioctl(0, __import__('termios').TIOCSCTTY, 1))
+        os.close(guest_slave)
+        self.guest = guest_master
+        self.stop = False
+        threading.Thread(target=self.bridge, daemon=True).start()
+
+    def bridge(self):
+        ends = {self.uml_master: self.guest, self.guest: self.uml_master}
+        while not self.stop:
+            r, _, _ = select.select(list(ends), [], [], 0.1)
+            for fd in r:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    data = b''
+                if data:
+                    os.write(ends[fd], data)
+
+    def close(self):
+        self.stop = True
+        self.shell.kill()
+        self.shell.wait()
+
+
+@pytest.fixture
+def host(tmp_path):
+    h = FakeHost(tmp_path, 'c1')
+    yield h
+    h.close()
+
+
+def shell_run(h, words, timeout=10, name='c1'):
+    fd = guest_shell.open_pts(h.pts)
+    try:
+        return guest_shell.run(fd, name, words, timeout)
+    finally:
+        os.close(fd)
+
+
+def test_output_and_status(host):
+    assert shell_run(host, ['echo hello; exit 3']) == (3, b'hello\n')
+    assert shell_run(host, ['printf', '%s|', 'a b', '$HOME']) == (0, b'a b|$HOME|')
+
+
+def test_output_cannot_fake_the_end_or_the_status(host):
+    """`exec a -- 'echo __LABEND__0; false'` used to exit 0."""
+    status, out = shell_run(host, ['echo __LABEND__0; echo "__LAB""END__0"; false'])
+    assert status == 1 and b'__LABEND__0' in out
+
+
+def test_a_stuck_command_is_interrupted_and_the_next_exec_works(host):
+    """`exec a -- cat` waited for ever, and every later exec returned 124."""
+    assert shell_run(host, ['cat']) == (0, b'')              # stdin is /dev/null
+    status, _ = shell_run(host, ['sleep 30'], timeout=1)
+    assert status == 124
+    t0 = time.monotonic()
+    assert shell_run(host, ['echo next']) == (0, b'next\n')
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_shell_of_another_host_runs_nothing(host, tmp_path):
+    marker = tmp_path / 'ran'
+    with pytest.raises(guest_shell.ShellError, match="says it is 'c1', not 'c3'"):
+        shell_run(host, [f'touch {marker}'], name='c3')
+    assert not marker.exists()
+
+
+def test_the_last_pty_uml_announced_counts_and_must_be_held_by_uml(tmp_path, host):
+    """UML takes a new pty when the old one hangs up; the first line of the
+    console log named a pty that was c3's, or a terminal's, by then."""
+    other_master, other_slave = os.openpty()            # someone else's pty, not UML's
+    other = int(os.ttyname(other_slave).rsplit('/', 1)[1])
+    mine = int(host.pts.rsplit('/', 1)[1])
+    log = tmp_path / 'console.log'
+    log.write_text(f"Virtual console 2 assigned device '/dev/pts/{other}'\n"
+                   "Virtual console 1 assigned device '/dev/pts/999'\n"
+                   f"Virtual console 2 assigned device '/dev/pts/{mine}'\n")
+    assert guest_shell.last_pts(log.read_text(), 2) == mine
+    assert guest_shell.find_pts(log, os.getpid(), 2) == host.pts
+    # A pty this process does not hold is refused, even when announced last.
+    pid = host.shell.pid
+    with pytest.raises(guest_shell.ShellError, match='no pty its UML process holds'):
+        guest_shell.find_pts(log, pid, 2, wait_s=0.3)
+    os.close(other_master)
+    os.close(other_slave)
+
+
+def test_labctl_exec_end_to_end_on_the_stand_in(tmp_path, host, capsys):
+    """labctl exec as a user runs it. Before: the output faked the end
+    marker (exit 0), `cat` returned 124 and so did every exec after it."""
+    inst = instances.claim(tmp_path, 'star')
+    try:
+        log = tmp_path / 'c1.console.log'
+        log.write_text(f"{session.READY_MARK}\nVirtual console 1 assigned device '{host.pts}'\n"
+                       f"Virtual console 2 assigned device '{host.pts}'\n")
+        state = {'lab': 'star', 'id': inst.id, 'pid': os.getpid(), 'switches': [],
+                 'hosts': {'c1': {'pid': os.getpid(), 'console': str(log)}}}
+        state['starts'] = instances.starts_of([os.getpid()])
+        (inst.path / 'state.json').write_text(json.dumps(state))
+        assert session.exec_command('star', tmp_path, 'c1', ['hostname; exit 5']) == 5
+        assert capsys.readouterr().out == 'c1\n'
+        assert session.exec_command('star', tmp_path, 'c1', ['echo __LABEND__0; false'], timeout=5) == 1
+        assert session.exec_command('star', tmp_path, 'c1', ['cat'], timeout=5) == 0
+        assert session.exec_command('star', tmp_path, 'c1', ['echo', 'a  b']) == 0
+        assert capsys.readouterr().out.endswith('a  b\n')
+    finally:
+        inst.release()
