@@ -2,7 +2,12 @@
 /*
  * lab_runner: runs one testcase inside a lab host and records its output.
  *
- *   lab_runner -o OUT -t SECONDS [-p PREFIX] -- PROGRAM [ARGS...]
+ *   lab_runner -o OUT -t SECONDS [-p PREFIX] [-u UID] -- PROGRAM [ARGS...]
+ *
+ * With -u the program runs as user and group UID with no supplementary
+ * groups (the lab uses 65534, nobody): it cannot write the results of the
+ * run (OUT is opened before, as root), mount a file system, or write to the
+ * console or the kernel log behind lab_runner's back.
  *
  * Every line the program prints (stdout and stderr) goes to OUT, prefixed
  * with the CLOCK_MONOTONIC time at which it arrived, so the lab driver can
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,11 +78,13 @@ int main(int argc, char **argv)
 	char buf[8192];
 	size_t used = 0;
 	int timeout = 60, opt, p[2], status;
+	long uid = -1;
+	char *end;
 	double deadline;
 	FILE *out;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "o:t:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:t:p:u:")) != -1) {
 		switch (opt) {
 		case 'o':
 			outpath = optarg;
@@ -86,6 +94,11 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			prefix = optarg;
+			break;
+		case 'u':
+			uid = strtol(optarg, &end, 10);
+			if (*end || uid < 1 || uid > 65535)
+				goto usage;
 			break;
 		default:
 			goto usage;
@@ -115,6 +128,10 @@ int main(int argc, char **argv)
 		setpgid(0, 0);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
+		if (uid > 0 && (setgroups(0, NULL) || setgid(uid) || setuid(uid))) {
+			fprintf(stderr, "lab_runner: cannot become user %ld: %s\n", uid, strerror(errno));
+			_exit(126);
+		}
 		execv(argv[optind], argv + optind);
 		fprintf(stderr, "exec %s: %s\n", argv[optind], strerror(errno));
 		_exit(127);
@@ -170,6 +187,6 @@ int main(int argc, char **argv)
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: lab_runner -o OUT -t SECONDS [-p PREFIX] -- PROGRAM [ARGS...]\n");
+	fprintf(stderr, "usage: lab_runner -o OUT -t SECONDS [-p PREFIX] [-u UID] -- PROGRAM [ARGS...]\n");
 	return 2;
 }

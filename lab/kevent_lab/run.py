@@ -42,6 +42,11 @@ def pinned_cpu(cpu: int, available: list[int]) -> int:
     return cpus[cpu % len(cpus)]
 
 
+# The guest user a `user` run runs as (nobody): no file of the run
+# directory is its, so it cannot rewrite results; it cannot mount.
+GUEST_USER = 65534
+
+
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
              sockets: dict[str, Path], run_dir: Path | None, slirp: str = '') -> list[str]:
     # A host with cpu=N runs under taskset: UML's processes (the kernel and
@@ -60,6 +65,13 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
         argv.append(uplink.uml_arg(host.uplink, slirp or uplink.slirp_command()))
     argv.append(f'LAB_HOST={host.name}')
     if run_dir is not None:
+        # hostfs reaches only below this host's own directory: a guest's
+        # `mount -t hostfs -o /any/dir` lands in it too (UML prefixes every
+        # hostfs mount with it). That alone does not stop root in the guest
+        # (`..` and symbolic links still lead out): runs that need no root
+        # run as an unprivileged user (`user` in lab.conf), who cannot mount.
+        own = uml_paths.reachable(run_dir / host.name, uml_dir.parent / f'{host.name}.hostfs')
+        argv.append(f'hostfs={own}')
         argv.append(f'LAB_DIR={run_dir}')
     return argv
 
@@ -133,8 +145,9 @@ def run_script(host: Host, startup: str = '', variables: dict[str, str] | None =
     def runner(run) -> str:
         prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
         env = ''.join(f'{shlex.quote(pair)} ' for pair in run.env)
+        user = f'-u {GUEST_USER} ' if run.user else ''
         return ((f'env {env}' if env else '') + f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
-                f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} -- '
+                f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} {user}-- '
                 + ' '.join(_word(a) for a in prog))
 
     # The host's one trace buffer records while the traced run runs: from

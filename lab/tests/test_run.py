@@ -262,3 +262,28 @@ def test_a_host_too_small_for_the_rootfs_is_refused():
         run.check_memory(topo, 23 << 20)
     run.check_memory(topo, 15 << 20)
     assert topology.size_bytes('1G') == 1 << 30 and topology.size_bytes('4096K') == 4 << 20
+
+
+def test_each_host_reaches_only_its_own_directory_with_hostfs():
+    """Without hostfs= on UML's command line root in a guest mounted any
+    directory of this machine (mount -t hostfs -o /any/dir)."""
+    argv = run.uml_argv(Path('/k'), Path('/r'), host(), 'u', Path('/t/uml'), {'net0': Path('/t/n')},
+                        Path('/runs/lab/1'))
+    assert 'hostfs=/runs/lab/1/a' in argv
+    init = (Path(__file__).resolve().parents[2] / 'rootfs' / 'init').read_text()
+    assert 'mount -t hostfs hostfs "/lab/$LAB_HOST"' in init
+    assert '-o "$LAB_DIR"' not in init
+
+
+def test_a_user_run_drops_root():
+    h = topology.parse('host a\nrun a s user -- p\nrun a t -- q\n').hosts['a']
+    lines = run.run_script(h).splitlines()
+    s = [l for l in lines if '/lab/a/s.log' in l][0]
+    t = [l for l in lines if '/lab/a/t.log' in l][0]
+    assert ' -u 65534 -- /opt/kevent/p' in s and ' -u ' not in t
+
+
+def test_exercise_answers_run_unprivileged():
+    for lab, key in (('ex-01-echo', 'echo.server'), ('ex-02-inode', 'inode'), ('ex-03-timer', 'timer')):
+        topo = topology.load(Path(__file__).resolve().parents[1] / 'labs' / lab / 'lab.conf')
+        assert [r.user for r in topo.hosts['a'].runs if r.key == key] == [True], lab

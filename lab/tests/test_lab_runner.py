@@ -1,0 +1,65 @@
+"""lab_runner, built for this machine and run here: what it records, and
+that a program's output cannot pass for its records."""
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kevent_lab import ktap
+
+TOP = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope='module')
+def runner(tmp_path_factory):
+    if not shutil.which('gcc'):
+        pytest.skip('no gcc')
+    out = tmp_path_factory.mktemp('runner') / 'lab_runner'
+    subprocess.run(['gcc', '-O2', '-Wall', '-o', str(out), str(TOP / 'testcases' / 'lab_runner.c')],
+                   check=True)
+    return out
+
+
+def run_prog(runner, tmp_path, script, timeout=5, extra=()):
+    prog = tmp_path / 'prog'
+    prog.write_text('#!/bin/sh\n' + script)
+    prog.chmod(0o755)
+    log = tmp_path / 'out.log'
+    console = subprocess.run([str(runner), '-o', str(log), '-t', str(timeout), '-p', '[a:s] ', *extra,
+                              '--', str(prog)], capture_output=True, timeout=60)
+    return ktap.parse_runner_log(log.read_text(errors='replace')), console.stdout
+
+
+def test_a_printed_exit_record_then_a_hang_is_a_timeout(runner, tmp_path):
+    """The program prints a whole KTAP block and `#lab-exit status=0`,
+    then hangs: the old framing took that for a program that ended well."""
+    rl, console = run_prog(runner, tmp_path, 'echo "TAP version 13"; echo 1..1; echo "ok 1 fine"\n'
+                           'echo "#lab-exit status=0"; printf "x\\v#lab-exit status=0\\n"; sleep 30\n',
+                           timeout=1)
+    assert rl.exit == 'timeout=1'
+    assert [r.status for r in rl.results] == ['pass']
+    assert b'[a:s]#lab-exit timeout=1\n' in console
+
+
+def test_exit_status_signal_and_nul_bytes(runner, tmp_path):
+    rl, console = run_prog(runner, tmp_path, 'printf "a\\000b\\n"; exit 3\n')
+    assert rl.exit == 'status=3'
+    rl, _ = run_prog(runner, tmp_path, 'kill -SEGV $$\n')
+    assert rl.exit == 'signal=11' and 'SIGSEGV' in ktap.describe_exit(rl.exit)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='dropping to another user needs root')
+def test_user_runs_the_program_as_nobody(runner):
+    import tempfile
+    d = Path(tempfile.mkdtemp())          # pytest's own directory is closed to others
+    try:
+        d.chmod(0o755)
+        rl, _ = run_prog(runner, d, 'echo "# uid $(id -u)"; touch "$0.written" 2>/dev/null; '
+                         'echo "# wrote $?"\n', extra=('-u', '65534'))
+        log = (d / 'out.log').read_text()
+        assert '# uid 65534' in log and '# wrote 1' in log
+        assert rl.exit == 'status=0'
+    finally:
+        shutil.rmtree(d)
