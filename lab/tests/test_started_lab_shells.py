@@ -1,0 +1,90 @@
+"""exec and console on a started lab, on UML: the named host answers, the
+output cannot fake the end, a stuck command does not block later execs,
+Ctrl-C reaches the console's command, the console has the terminal's size,
+and a host's hostfs reaches only its own directory.
+
+Needs the built kernel and rootfs; skipped, and said so, without them."""
+import fcntl
+import os
+import pty
+import select
+import struct
+import termios
+import time
+
+import pytest
+
+from test_interrupt import KERNEL, ROOTFS, TOP, labctl
+
+pytestmark = pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()),
+                                reason='kernel and rootfs not built')
+
+
+@pytest.fixture(scope='module')
+def pair():
+    out = labctl('start', 'pair')
+    assert out.returncode == 0, out.stdout + out.stderr
+    ident = out.stdout.split('(instance ')[1].split(',')[0]
+    yield ident
+    labctl('stop', 'pair', '--id', ident)
+
+
+def lab_exec(ident, host, *words, timeout=60):
+    return labctl('exec', '--lab', 'pair', '--id', ident, host, '--', *words)
+
+
+def test_exec_reaches_the_named_host_every_time(pair):
+    for host in ('client', 'server', 'client', 'client', 'server'):
+        out = lab_exec(pair, host, 'hostname')
+        assert (out.returncode, out.stdout) == (0, f'{host}\n')
+
+
+def test_exec_output_cannot_fake_the_end(pair):
+    out = lab_exec(pair, 'server', 'echo __LABEND__0; false')
+    assert out.returncode == 1 and '__LABEND__0' in out.stdout
+
+
+def test_exec_after_a_stuck_one(pair):
+    assert lab_exec(pair, 'server', 'cat').returncode == 0        # stdin is /dev/null
+    out = lab_exec(pair, 'server', 'printf', '%s|', 'a b', '$HOME')
+    assert out.stdout == 'a b|$HOME|'
+
+
+def test_hostfs_reaches_only_the_hosts_own_directory(pair):
+    out = lab_exec(pair, 'server', 'ls /lab; mkdir -p /mnt/h; mount -t hostfs -o /etc hostfs /mnt/h')
+    assert out.stdout.split('\n')[0] == 'server'                  # not the client's directory
+    assert out.returncode != 0                                    # no /etc below its own directory
+
+
+def test_console_ctrl_c_and_size(pair):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(str(TOP / 'lab' / 'labctl'),
+                 ['labctl', 'console', '--lab', 'pair', '--id', pair, 'client'])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 40, 132, 0, 0))
+    out = b''
+
+    def pump(seconds):
+        nonlocal out
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    return
+    try:
+        pump(1.5)
+        os.write(fd, b'sleep 100\n')
+        pump(1)
+        os.write(fd, b'\x03')
+        pump(0.5)
+        os.write(fd, b'echo "ali""ve"; stty size\n')
+        pump(2)
+        os.write(fd, b'\x1d')
+        pump(1)
+    finally:
+        os.waitpid(pid, 0)
+    text = out.decode(errors='replace')
+    assert 'alive' in text, text[-500:]            # Ctrl-C ended the sleep
+    assert '40 132' in text, text[-500:]
