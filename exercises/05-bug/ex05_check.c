@@ -42,11 +42,17 @@ static void field(const char *path, const char *key, char *out, size_t size)
 		fclose(f);
 }
 
-/* @name in lower case, C identifier characters only, without "()". */
+/*
+ * @name in lower case, C identifier characters only, without "()" and
+ * without leading underscores (kevent_queue_harvest() does its work in
+ * __kevent_queue_harvest(): either name is right).
+ */
 static void normalise(const char *name, char *out, size_t size)
 {
 	size_t n = 0;
 
+	while (*name == '_' || isspace((unsigned char)*name))
+		name++;
 	for (; *name && *name != '(' && n + 1 < size; name++)
 		if (isalnum((unsigned char)*name) || *name == '_')
 			out[n++] = tolower((unsigned char)*name);
