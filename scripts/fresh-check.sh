@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1; shift;;
 	--shell) shell=1; shift;;
 	--) shift; cmd=("$@"); [ $# -gt 0 ] || cmd=(true); break;;
-	-h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
 	*) echo "fresh-check: unknown argument '$1' (see --help)" >&2; exit 2;;
 	esac
 done
