@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -118,10 +119,12 @@ static void on_alarm(int sig)
 TEST_F(queue, wait_forever_is_interrupted_by_a_signal)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
+	/* 200 ms: long enough that the wait has gone to sleep first. */
+	struct itimerval it = { .it_value = { .tv_usec = 200000 } };
 	struct ukevent out;
 
 	sigaction(SIGALRM, &sa, NULL);	/* no SA_RESTART */
-	alarm(1);
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &it, NULL));
 	EXPECT_FAILS_WITH(EINTR, kevent_wait(self->fd, &out, 1, KEVENT_WAIT_FOREVER),
 			  "SIGALRM");
 	EXPECT_QUEUE_WORKS(self->fd);

@@ -30,6 +30,17 @@ def _seconds(v) -> str:
     return f'{v:.1f} s' if isinstance(v, (int, float)) else 'not measured'
 
 
+def _minutes(v) -> str:
+    """A long time as people read it: '7 min 12 s (432 s)'."""
+    if not isinstance(v, (int, float)):
+        return 'not measured'
+    return f'{int(v) // 60} min {int(v) % 60} s ({v:.0f} s)'
+
+
+def _count(v) -> str:
+    return f'{v:.0f}' if isinstance(v, (int, float)) else 'an unknown number of'
+
+
 def write(results: Path, out: Path, doc: Path | None, timings: dict[str, float]) -> int:
     """Reads @results (a lab's results directory); 0 if every figure was checked."""
     figures = bench.add_ratios(bench.collect(results))
@@ -56,6 +67,8 @@ def write(results: Path, out: Path, doc: Path | None, timings: dict[str, float])
                'without its timings of the lab itself)')
         facts = {'DATE': when, 'MACHINE': data['machine'], 'HOW': how,
                  'WARM_BUILD': _seconds(lab.get('warm_build_s')),
+                 'COLD_BUILD': _minutes(lab.get('cold_build_s')),
+                 'COLD_OBJECTS': _count(lab.get('cold_build_objects')),
                  'REBUILD': _seconds(lab.get('rebuild_one_file_s')),
                  'BOOT': _seconds(lab.get('boot_to_userspace_s')),
                  'LAB_RUN': _seconds(lab.get('lab_run_s')),

@@ -117,6 +117,19 @@ def test_report_writes_every_output(tmp_path):
     assert data['lab']['warm_build_s'] == 1.0
     assert (out / 'table.txt').exists() and (out / 'idle.svg').exists()
     assert '| kevent_socket |' in doc.read_text()
+    # A timing that make bench did not take is said to be missing.
+    assert '| not measured |' in doc.read_text()
+
+
+def test_report_shows_the_cold_build(tmp_path):
+    results = tmp_path / 'lab'
+    results.mkdir()
+    (results / 'summary.json').write_text(json.dumps({'passed': 1, 'failed': 0, 'hosts': {}}))
+    doc = tmp_path / 'performance.md'
+    bench_report.write(results, tmp_path / 'bench', doc,
+                       {'warm_build_s': 0.1, 'cold_build_s': 437.4, 'cold_build_objects': 821})
+    text = doc.read_text()
+    assert '821 files compiled) | 7 min 17 s (437 s) |' in text
 
 
 def test_author_comparison_uses_this_runs_2000_socket_ratio():
