@@ -18,7 +18,8 @@
 # anything: FRESH_CCACHE=DIR (compiler output keyed by compiler and source;
 # empty means a cold build) and FRESH_APT_CACHE=DIR (downloaded .deb files).
 #
-#   --keep    keep the root afterwards (its path is printed)
+#   --keep    keep the root afterwards (its path is printed); its
+#             build/results are copied to build/fresh-check/results either way
 #   --shell   after the commands, or instead of them with `--`, a shell
 #   -- CMD    run CMD in the checkout inside the root instead
 #
@@ -141,5 +142,13 @@ unshare --mount --pid --fork --propagation private -- sh -euc "
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		bash /fresh-check.run
 " && rc=0 || rc=$?
+# The run's results outlive its root: reports, consoles and logs are what
+# a failed CI run is read by.
+out=$top/build/fresh-check
+rm -rf "$out/results" && mkdir -p "$out"
+if [ -d "$root$dest/build/results" ]; then
+	cp -a "$root$dest/build/results" "$out/results"
+	echo "  FRESH   results copied to $out/results"
+fi
 echo "  FRESH   done in $(( $(date +%s) - start )) s, exit status $rc"
 exit $rc
