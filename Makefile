@@ -32,7 +32,7 @@ TEST_LABS  ?= star routed crash trace reliability naio conns
 # results in build/results/debug/NAME.
 DEBUG_LABS ?= $(LAB) fuzz reliability naio conns
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
-FRAGMENTS  := $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
+FRAGMENTS  := $(TOP)/uml-config/base.config $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 # PROFILE=debug builds a second kernel, with KASAN, lockdep, kmemleak and
 # object debugging (uml-config/debug.config), beside the lab one.
 PROFILE    ?= lab
@@ -265,9 +265,16 @@ kernel-dev: $(B)/.series
 kernel-export:
 	scripts/export-series.sh $(SRC) $(TOP)/kernel-patches
 
+# Every patch checkpatch.pl --strict clean. FILE_PATH_CHANGES is off: the
+# MAINTAINERS entry for kernel/kevent/ comes with the first patch, and
+# checkpatch looks for it in each patch that adds a file. (Paths must be
+# absolute: relative ones are taken for files of the tree.)
 checkpatch: $(B)/.tree
+	@/usr/bin/python3 -c 'import ply, git' 2>/dev/null || \
+		{ echo "checkpatch: its SPDX check needs: sudo apt-get install python3-ply python3-git" >&2; exit 1; }
 	@for p in $$(sed -e 's/#.*//' kernel-patches/series); do \
-		perl $(SRC)/scripts/checkpatch.pl --strict --terse -q --root=$(SRC) kernel-patches/$$p; \
+		PATH=/usr/bin:$$PATH perl $(SRC)/scripts/checkpatch.pl --strict --terse -q \
+			--ignore FILE_PATH_CHANGES --root=$(SRC) $(TOP)/kernel-patches/$$p || exit 1; \
 	done
 
 clean:

@@ -1,17 +1,22 @@
 #!/bin/sh
 # kernel-config.sh SRC OBJ FRAGMENT...
 #
-# `make ARCH=um defconfig`, then the fragments merged on top with the
-# kernel's merge_config.sh, then a check that every option the fragments
-# ask for made it into the final .config (merge_config.sh only warns).
+# The kernel's merge_config.sh -n: the fragments (uml-config/base.config
+# first) merged into one file, which `make ARCH=um allnoconfig` takes as
+# its starting point (KCONFIG_ALLCONFIG), so that everything the fragments
+# do not ask for is left out, the way kunit.py builds from a small
+# kunitconfig. Then a check that every option the fragments ask for made
+# it into the final .config (merge_config.sh only warns).
 set -eu
 src=$(cd "$1" && pwd)
 mkdir -p "$2"
 obj=$(cd "$2" && pwd)
 shift 2
-make -s -C "$src" O="$obj" ARCH=um defconfig >/dev/null
-ARCH=um "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$@" >"$obj/merge_config.log"
-make -s -C "$src" O="$obj" ARCH=um olddefconfig >/dev/null
+frags=""
+for f in "$@"; do frags="$frags $(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; done
+# shellcheck disable=SC2086
+(cd "$src" && ARCH=um scripts/kconfig/merge_config.sh -n -O "$obj" $frags) >"$obj/merge_config.log" 2>&1 ||
+	{ tail -20 "$obj/merge_config.log" >&2; echo "kernel-config: merge_config.sh failed; see $obj/merge_config.log" >&2; exit 1; }
 bad=0
 for f in "$@"; do
 	grep -E '^(CONFIG_[A-Z0-9_]+=|# CONFIG_[A-Z0-9_]+ is not set)' "$f" | while read -r line; do
@@ -23,4 +28,4 @@ for f in "$@"; do
 	done
 done | grep -q x && bad=1
 [ $bad = 0 ] || exit 1
-echo "  CONFIG  $obj/.config from defconfig + $(for f in "$@"; do basename "$f"; done | tr '\n' ' ')"
+echo "  CONFIG  $obj/.config from allnoconfig + $(for f in "$@"; do basename "$f"; done | tr '\n' ' ')"

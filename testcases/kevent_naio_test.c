@@ -990,6 +990,38 @@ TEST_F(naio, send_from_read_only_buffer_is_accepted)
 	munmap(ro, 4096);
 }
 
+/*
+ * The file is read with the caller's credentials, never the worker's: a
+ * descriptor that root opened, used after dropping to another user, reads
+ * as that user. /proc/sys/kernel/cad_pid (0600) checks its reader at every
+ * read, as read(2) shows. (Issue 14, finding 9: the worker read as root.)
+ */
+TEST_F(naio, sendfile_reads_with_the_callers_credentials)
+{
+	int f = open("/proc/sys/kernel/cad_pid", O_RDONLY);
+	struct ukevent ev;
+	char buf[32];
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root: it opens a 0600 file, then drops to another user");
+	ASSERT_GE(f, 0);
+	/* As root it sends the file: a pid and a newline. */
+	ASSERT_GE(kevent_aio_sendfile(self->kq, f, self->s[0], sizeof(buf), 0), 0);
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(0, ev.ret_data[1]);
+	ASSERT_GT(ev.ret_data[0], 0);
+	EXPECT_EQ(ev.ret_data[0], read(self->s[1], buf, sizeof(buf)));
+	/* As nobody, read(2) is refused, and so is the send. */
+	ASSERT_EQ(0, setresuid(65534, 65534, 65534));
+	EXPECT_FAILS_WITH(EPERM, pread(f, buf, sizeof(buf), 0), "read(2) as nobody");
+	ASSERT_GE(kevent_aio_sendfile(self->kq, f, self->s[0], sizeof(buf), 0), 0);
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(0, ev.ret_data[0]);
+	EXPECT_EQ(EPERM, ev.ret_data[1]);
+	EXPECT_EQ(KEVENT_RET_DONE | KEVENT_RET_BROKEN, ev.ret_flags);
+	close(f);
+}
+
 TEST_F(naio, sendfile_unreadable_file_is_ebadf)
 {
 	int wo = tmp_file(100, O_WRONLY), path = open("/proc/self/stat", O_PATH);
