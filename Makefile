@@ -54,7 +54,7 @@ PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 
 .PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
 	lab-start lab-status lab-stop lab-crash lab-trace \
-	unit test bench bench-smoke kernel-dev kernel-export checkpatch clean distclean help \
+	unit test bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
 	exercise exercises-check fresh-check
 
 all: $(KERNEL) $(B)/rootfs.cpio
@@ -264,6 +264,11 @@ kernel-dev: $(B)/.series
 
 kernel-export:
 	scripts/export-series.sh $(SRC) $(TOP)/kernel-patches
+
+# That every prefix of the series builds on its own (objects in
+# build/obj-prefix; about a minute a patch with a warm ccache).
+series-prefixes: $(B)/.tree
+	@scripts/series-prefixes.sh $(SRC) $(B)/obj-prefix $(FRAGMENTS)
 
 # Every patch checkpatch.pl --strict clean. FILE_PATH_CHANGES is off: the
 # MAINTAINERS entry for kernel/kevent/ comes with the first patch, and
