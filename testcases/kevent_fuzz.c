@@ -9,9 +9,12 @@
  * threads is up to the scheduler): ADD, REMOVE, MODIFY and WAIT of every
  * type with valid and invalid ids, masks and flags; aio_send, aio_recv and
  * aio_sendfile with good and bad sockets, buffers, sizes and flags; reads
- * and writes that make events happen; SO_ASYNC_SOCK toggles; and closes of
- * random descriptors, queues and sockets with requests outstanding, while
- * other threads use them.
+ * and writes that make events happen; SO_ASYNC_SOCK toggles; epoll
+ * instances, inotify descriptors and io_uring rings beside the queues,
+ * pipes, sockets, eventfds and timerfds, each watched from the others
+ * (KEVENT_POLL and epoll_ctl on random slots); and closes of random
+ * descriptors, queues and sockets with requests outstanding, while other
+ * threads use them.
  *
  * It checks what it can see from user space: every failure is one of the
  * errnos docs/abi.md documents for that call; afterwards each queue still
@@ -29,9 +32,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/eventfd.h>
+#include <linux/io_uring.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -42,7 +49,13 @@
 #define SLOTS		24
 #define BUF_SIZE	(1 << 20)
 
-enum kind { K_QUEUE, K_PIPE, K_TCP, K_UDP, K_EVENTFD, K_TIMERFD, K_DIR, K_FILE, K_KINDS };
+/*
+ * What a slot can hold. Besides kevent queues, the other event interfaces
+ * (epoll, inotify, io_uring), so that kevent watches them and they watch
+ * kevent and each other (do_watch()), as a review asked (issue 14).
+ */
+enum kind { K_QUEUE, K_PIPE, K_TCP, K_UDP, K_EVENTFD, K_TIMERFD, K_EPOLL, K_INOTIFY,
+	    K_URING, K_DIR, K_FILE, K_KINDS };
 
 static atomic_int slot_fd[SLOTS];
 static atomic_long bad_errno, calls, ok_calls, accept_timeouts;
@@ -196,6 +209,21 @@ static int make(uint64_t *s, enum kind k)
 		fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
 		timerfd_settime(fd, 0, &its, NULL);
 		return fd;
+	}
+	case K_EPOLL:
+		return epoll_create1(0);
+	case K_INOTIFY:
+		/* The fuzzer's own files come and go in /tmp: events happen. */
+		fd = inotify_init1(IN_NONBLOCK);
+		if (fd >= 0)
+			inotify_add_watch(fd, "/tmp", IN_CREATE | IN_DELETE | IN_MODIFY);
+		return fd;
+	case K_URING: {
+		/* A ring to be watched and closed; nothing is submitted to it. */
+		struct io_uring_params p;
+
+		memset(&p, 0, sizeof(p));
+		return syscall(__NR_io_uring_setup, 4, &p);
 	}
 	case K_DIR:
 		return open("/tmp", O_RDONLY | O_DIRECTORY | O_NONBLOCK);
@@ -361,6 +389,26 @@ static void do_close(uint64_t *s)
 		close(old);
 }
 
+/*
+ * Watch a slot from another: epoll_ctl() on whatever the first slot holds
+ * (an epoll instance, mostly not), then a look at what it reports. With
+ * do_ctl()'s KEVENT_POLL on random slots this makes every interface watch
+ * every other, queues through epoll and back included. Any outcome will
+ * do; what must not happen is a hang, a report or a kernel that stops.
+ */
+static void do_watch(uint64_t *s)
+{
+	static const int ops[] = { EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL };
+	int ep = atomic_load(&slot_fd[pick(s, SLOTS)]), fd = any_fd(s);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u64 = next(s) };
+	struct epoll_event out[8];
+
+	if (pick(s, 2))
+		ev.events |= pick(s, 2) ? EPOLLET : EPOLLONESHOT;
+	epoll_ctl(ep, ops[pick(s, 3)], fd, &ev);
+	epoll_wait(ep, out, 8, 0);
+}
+
 static void do_sockopt(uint64_t *s)
 {
 	int fd = any_fd(s), on = pick(s, 2);
@@ -386,7 +434,7 @@ static void *work(void *arg)
 		return NULL;
 	memset(buf, 0x5a, BUF_SIZE);
 	for (i = 0; i < w->count; i++) {
-		switch (pick(&s, 16)) {
+		switch (pick(&s, 18)) {
 		case 0 ... 5:
 			do_ctl(&s);
 			break;
@@ -398,6 +446,9 @@ static void *work(void *arg)
 			break;
 		case 13 ... 14:
 			do_close(&s);
+			break;
+		case 15 ... 16:
+			do_watch(&s);
 			break;
 		default:
 			do_sockopt(&s);
