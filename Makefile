@@ -55,7 +55,7 @@ PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 .PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
 	lab-start lab-status lab-stop lab-crash lab-trace \
 	unit test bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
-	exercise exercises-check fresh-check
+	exercise exercises-check fresh-check FORCE
 
 all: $(KERNEL) $(B)/rootfs.cpio
 
@@ -112,10 +112,17 @@ headers: $(HDR)/.stamp
 
 # ---- guest root --------------------------------------------------------------
 
-testcases: $(HDR)/.stamp
+testcases: $(B)/testcases/.stamp
+
+# The sub-make decides what is out of date, so it always runs (FORCE); it
+# touches the stamp only when it rebuilt a program, and make re-reads the
+# stamp's time, so the guest's root below is repacked only then.
+$(B)/testcases/.stamp: FORCE $(HDR)/.stamp
 	@$(MAKE) -s -C testcases KSRC=$(SRC) HDR=$(HDR)/include OUT=$(B)/testcases
 
-$(B)/rootfs.cpio: testcases $(KERNEL) rootfs/init rootfs/lab_trace rootfs/initramfs.list rootfs/mkinitramfs.sh
+FORCE:
+
+$(B)/rootfs.cpio: $(B)/testcases/.stamp $(KERNEL) rootfs/init rootfs/lab_trace rootfs/initramfs.list rootfs/mkinitramfs.sh
 	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@
 
 rootfs: $(B)/rootfs.cpio

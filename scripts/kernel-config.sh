@@ -28,4 +28,7 @@ for f in "$@"; do
 	done
 done | grep -q x && bad=1
 [ $bad = 0 ] || exit 1
+# Kconfig leaves an unchanged .config as it was: mark it as made now, or
+# make would configure again on every run.
+touch "$obj/.config"
 echo "  CONFIG  $obj/.config from allnoconfig + $(for f in "$@"; do basename "$f"; done | tr '\n' ' ')"
