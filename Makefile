@@ -273,7 +273,9 @@ kernel-export:
 	scripts/export-series.sh $(SRC) $(TOP)/kernel-patches
 
 # That every prefix of the series builds on its own (objects in
-# build/obj-prefix; about a minute a patch with a warm ccache).
+# build/obj-prefix). Most patches rebuild a few files in 20 s; those that
+# change a widely included header (0001, 0006, 0009, 0010) most of the
+# kernel: 21 minutes in all on 2 cores, the first time.
 series-prefixes: $(B)/.tree
 	@scripts/series-prefixes.sh $(SRC) $(B)/obj-prefix $(FRAGMENTS)
 
