@@ -73,9 +73,9 @@ static int tcp_pair(int s[2])
 	return 0;
 }
 
-static void *map(size_t size, int prot, int flags)
+static void *map(size_t size, int prot)
 {
-	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
@@ -97,8 +97,8 @@ FIXTURE_SETUP(naio)
 	self->kq = kevent_init();
 	ASSERT_GE(self->kq, 0);
 	ASSERT_EQ(0, tcp_pair(self->s));
-	self->tx = map(8 * MIB, PROT_READ | PROT_WRITE, 0);
-	self->rx = map(8 * MIB, PROT_READ | PROT_WRITE, 0);
+	self->tx = map(8 * MIB, PROT_READ | PROT_WRITE);
+	self->rx = map(8 * MIB, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, self->tx);
 	ASSERT_NE(NULL, self->rx);
 }
@@ -674,9 +674,8 @@ TEST_F(naio, size_above_limit_is_e2big)
 TEST_F(naio, size_at_limit_is_accepted)
 {
 	const size_t size = KEVENT_NAIO_MAX_SIZE;
-	/* Populated up front: 8192 faults one by one cost UML a second. */
-	unsigned char *tx = map(size, PROT_READ | PROT_WRITE, MAP_POPULATE);
-	unsigned char *rx = map(size, PROT_READ | PROT_WRITE, MAP_POPULATE);
+	unsigned char *tx = map(size, PROT_READ | PROT_WRITE);
+	unsigned char *rx = map(size, PROT_READ | PROT_WRITE);
 	int f = tmp_file(1000, O_RDONLY);
 	struct ukevent ev[2];
 
@@ -928,8 +927,8 @@ TEST_F(naio, null_buffer_is_efault)
 
 TEST_F(naio, unmapped_buffer_is_efault)
 {
-	unsigned char *gone = map(4096, PROT_READ | PROT_WRITE, 0);
-	unsigned char *none = map(4096, PROT_READ | PROT_WRITE, 0);
+	unsigned char *gone = map(4096, PROT_READ | PROT_WRITE);
+	unsigned char *none = map(4096, PROT_READ | PROT_WRITE);
 
 	ASSERT_NE(NULL, gone);
 	ASSERT_NE(NULL, none);
@@ -951,7 +950,7 @@ TEST_F(naio, unmapped_buffer_is_efault)
 
 TEST_F(naio, buffer_past_end_of_mapping_is_efault)
 {
-	unsigned char *edge = map(8192, PROT_READ | PROT_WRITE, 0);
+	unsigned char *edge = map(8192, PROT_READ | PROT_WRITE);
 
 	ASSERT_NE(NULL, edge);
 	ASSERT_EQ(0, munmap(edge + 4096, 4096));
@@ -966,7 +965,7 @@ TEST_F(naio, buffer_past_end_of_mapping_is_efault)
 
 TEST_F(naio, recv_into_read_only_buffer_is_efault)
 {
-	unsigned char *ro = map(4096, PROT_READ, 0);
+	unsigned char *ro = map(4096, PROT_READ);
 
 	ASSERT_NE(NULL, ro);
 	EXPECT_FAILS_WITH(EFAULT, kevent_aio_recv(self->kq, self->s[1], ro, 10, 0), "recv");
@@ -977,7 +976,7 @@ TEST_F(naio, recv_into_read_only_buffer_is_efault)
 /* Not an error: aio_send only reads its buffer. */
 TEST_F(naio, send_from_read_only_buffer_is_accepted)
 {
-	unsigned char *ro = map(4096, PROT_READ, 0);
+	unsigned char *ro = map(4096, PROT_READ);
 	struct ukevent ev[2];
 
 	ASSERT_NE(NULL, ro);
