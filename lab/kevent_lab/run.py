@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import guest_text, instances, ktap, results_dir, trace, uml_paths, uplink
+from . import confine, guest_text, instances, ktap, results_dir, trace, uml_paths, uplink
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -89,17 +89,45 @@ def make_disk(path: Path, size: str) -> None:
         raise RuntimeError(f'mkfs.ext4 {path}: {proc.stderr.strip()}')
 
 
-def uml_env(host: Host, home: Path) -> dict | None:
-    """The environment of a host's UML process: its own for a host with an uplink.
+def uml_env(host: Host, tmp: Path) -> dict:
+    """The environment of a host's UML process, with directories of its own in @tmp.
 
-    slirp, which UML starts with UML's environment, reads ~/.slirprc and
-    joins a slirp already listening on ~/.slirp_socket: with HOME a fresh
-    directory of the run, the uplink is what lab.conf says and nothing else.
+    TMPDIR is where UML keeps the guest's memory (an unlinked file): a
+    directory of this host's, the one place outside its run directory that
+    confine.py lets it create files in. slirp, which UML starts with UML's
+    environment, reads ~/.slirprc and joins a slirp already listening on
+    ~/.slirp_socket: with HOME a fresh directory of the run, the uplink is
+    what lab.conf says and nothing else.
     """
-    if not host.uplink:
-        return None
-    home.mkdir(parents=True, exist_ok=True)
-    return dict(os.environ, HOME=str(home))
+    env = dict(os.environ, TMPDIR=str(memory_dir(tmp, host)))
+    if host.uplink:
+        env['HOME'] = str(home_dir(tmp, host))
+    for d in (env['TMPDIR'], env.get('HOME')):
+        if d:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+    return env
+
+
+def memory_dir(tmp: Path, host: Host) -> Path:
+    return tmp / f'mem-{host.name}'
+
+
+def home_dir(tmp: Path, host: Host) -> Path:
+    return tmp / f'home-{host.name}'
+
+
+def confined(argv: list[str], host: Host, tmp: Path, sockets: dict[str, Path], run_dir: Path | None,
+             files: list[Path], echo_port: int | None = None) -> list[str]:
+    """@argv run under confine.py: the host's UML process may write only its
+    own directories and reach over TCP only the lab's echo service."""
+    own = [tmp / 'uml', memory_dir(tmp, host)]
+    if run_dir is not None:
+        own.append(run_dir / host.name)
+    if host.uplink:
+        own.append(home_dir(tmp, host))
+    rules = confine.host_rules(own, [sockets[link.segment] for link in host.links], files,
+                               [echo_port] if host.uplink and echo_port else [])
+    return confine.command(rules, argv)
 
 
 def guest_variables(host: Host, echo_port: int | None) -> dict[str, str]:
@@ -384,7 +412,8 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
                 guest_variables(host, echo.port if echo else None)))
             if host.disk:
                 make_disk(run_dir / host.name / 'disk.img', host.disk)
-        return _boot_collect(topo, kernel, rootfs, results, run_dir, slirp, say, decode_hint)
+        return _boot_collect(topo, kernel, rootfs, results, run_dir, slirp, say, decode_hint,
+                             echo.port if echo else None)
     finally:
         if echo:
             echo.close()
@@ -392,7 +421,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
 
 
 def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
-                  slirp: str, say, decode_hint: str) -> list[HostResult]:
+                  slirp: str, say, decode_hint: str, echo_port: int | None = None) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     sup = Supervisor()
@@ -412,12 +441,13 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
             out = open(hr.console, 'wb')
             argv = uml_argv(kernel, rootfs, hr.host, f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}',
                             tmp / 'uml', sockets, run_dir, slirp)
-            child = sup.start(hr.host.name, argv, stdout=out,
-                              env=uml_env(hr.host, tmp / f'home-{hr.host.name}'))
+            argv = confined(argv, hr.host, tmp, sockets, run_dir, [kernel, rootfs], echo_port)
+            child = sup.start(hr.host.name, argv, stdout=out, env=uml_env(hr.host, tmp))
             out.close()
             return child
 
         (tmp / 'uml').mkdir()
+        say(confine.describe(confine.abi()))
         boot_and_wait(hosts, start_host, sup, say)
     finally:
         t1 = time.monotonic()
@@ -452,8 +482,10 @@ def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> 
         sup = Supervisor()
         try:
             with open(console, 'wb') as out:
-                child = sup.start('kunit', uml_argv(kernel, rootfs, host, 'kunit-' + tmp.name[-8:],
-                                                    tmp, {}, None), stdout=out)
+                argv = uml_argv(kernel, rootfs, host, 'kunit-' + tmp.name[-8:], tmp / 'uml', {}, None)
+                (tmp / 'uml').mkdir()
+                child = sup.start('kunit', confined(argv, host, tmp, {}, None, [kernel, rootfs]),
+                                  stdout=out, env=uml_env(host, tmp))
             # Not popen.wait(): the leader stays unreaped until stop_all()
             # has killed what is left of its group (processes.Child).
             if child.wait_exit(timeout):

@@ -30,7 +30,7 @@ from pathlib import Path
 from . import guest_shell, instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
-from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, uml_argv, uml_env
+from .run import USERSPACE_MARK, confined, guest_variables, make_disk, setup_lines, uml_argv, uml_env
 from .topology import Host, Topology
 
 READY_MARK = 'lab: ready for console and exec'
@@ -83,8 +83,9 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             with open(console, 'wb') as out:
                 argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
                                 tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts', 'con2=pts']
-                child = sup.start(host.name, argv, stdout=out,
-                                  env=uml_env(host, tmp / f'home-{host.name}'))
+                argv = confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs],
+                                echo.port if echo else None)
+                child = sup.start(host.name, argv, stdout=out, env=uml_env(host, tmp))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
             if host.uplink:
                 hosts[host.name]['uplink'] = host.uplink

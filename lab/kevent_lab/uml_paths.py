@@ -26,7 +26,13 @@ def usable(path: Path | str) -> bool:
 
 def private_dir(prefix: str) -> Path:
     """A new private directory whose path UML reads whole (mkdtemp: mode 0700)."""
-    candidates = [tempfile.gettempdir(), '/tmp', '/var/tmp', '/dev/shm']
+    # UML keeps a guest's memory in a file of TMPDIR (set for it to a
+    # directory in here, its only writable one besides its own: confine.py),
+    # and without TMPDIR in /dev/shm, in memory: a file on a disk would be
+    # written back while the guest runs. So /dev/shm comes first, unless the
+    # user chose a TMPDIR.
+    candidates = ([os.environ['TMPDIR']] if os.environ.get('TMPDIR') else []) + \
+        ['/dev/shm', tempfile.gettempdir(), '/tmp', '/var/tmp']
     for base in candidates:
         if usable(base) and os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
             return Path(tempfile.mkdtemp(prefix=prefix, dir=base))

@@ -159,9 +159,13 @@ def test_uplink_argv_env_and_script(tmp_path):
                         '/usr/bin/slirp-fullbolt')
     assert 'eth0=vde,/t/n' in argv
     assert 'eth1=slirp,,/usr/bin/slirp-fullbolt,control_addr_127.0.0.1' in argv
-    env = run.uml_env(a, tmp_path / 'home')
-    assert env['HOME'] == str(tmp_path / 'home') and (tmp_path / 'home').is_dir()
-    assert run.uml_env(host(), tmp_path / 'other') is None and not (tmp_path / 'other').exists()
+    env = run.uml_env(a, tmp_path)
+    assert env['HOME'] == str(tmp_path / 'home-a') and (tmp_path / 'home-a').is_dir()
+    assert env['TMPDIR'] == str(tmp_path / 'mem-a') and (tmp_path / 'mem-a').is_dir()
+    other = tmp_path / 'other'
+    env = run.uml_env(host(), other)
+    assert env['HOME'] == os.environ['HOME'] and not (other / 'home-a').exists()
+    assert env['TMPDIR'] == str(other / 'mem-a')
     variables = run.guest_variables(a, 4242)
     lines = run.run_script(a, '', variables).splitlines()
     assert "export LAB_ECHO_PORT=4242" in lines

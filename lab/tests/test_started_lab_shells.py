@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from kevent_lab import confine
+
 from test_interrupt import KERNEL, ROOTFS, TOP, labctl
 
 pytestmark = pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()),
@@ -54,6 +56,24 @@ def test_hostfs_reaches_only_the_hosts_own_directory(pair):
     out = lab_exec(pair, 'server', 'ls /lab; mkdir -p /mnt/h; mount -t hostfs -o /etc hostfs /mnt/h')
     assert out.stdout.split('\n')[0] == 'server'                  # not the client's directory
     assert out.returncode != 0                                    # no /etc below its own directory
+
+
+@pytest.mark.skipif(confine.abi() == 0, reason='no Landlock on this kernel: hosts run unconfined')
+def test_root_in_a_guest_cannot_leave_its_directory(pair):
+    # hostfs= alone is left with `..`: the host's UML process is what is
+    # confined (confine.py), so root in the guest gets nothing outside.
+    probe = TOP / 'build' / f'escape-probe-{pair}'
+    probe.unlink(missing_ok=True)
+    up = '/'.join(['..'] * 24)
+    out = lab_exec(pair, 'server', f'id -u; mkdir -p /mnt/up; mount -t hostfs -o {up} hostfs /mnt/up; '
+                   f'echo mount=$?; echo escaped > /mnt/up{probe}; echo write=$?; '
+                   f'cat /mnt/up/etc/hostname >/dev/null; echo read=$?; umount /mnt/up')
+    try:
+        assert out.stdout.split('\n')[:2] == ['0', 'mount=0'], out.stdout     # root, and it mounts
+        assert 'write=1' in out.stdout and 'read=1' in out.stdout, out.stdout
+        assert not probe.exists()
+    finally:
+        probe.unlink(missing_ok=True)
 
 
 def test_console_ctrl_c_and_size(pair):
