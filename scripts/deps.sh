@@ -6,7 +6,7 @@
 #   ensure   install if missing and root; otherwise say what to run and fail
 set -eu
 PKGS="gcc make libc6-dev flex bison bc perl git xz-utils python3 python3-pytest
-linux-source-6.1 libvdeplug-dev vde2 slirp busybox-static ccache procps e2fsprogs rsync
+linux-source-6.1 libvdeplug-dev vde2 vdeplug libvdeplug-slirp busybox-static ccache procps e2fsprogs rsync
 liburing-dev util-linux"
 
 missing() {

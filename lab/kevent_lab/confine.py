@@ -31,7 +31,10 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import fcntl
 import os
+import socket
+import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,8 @@ MAKE_SYM, REFER, TRUNCATE = 1 << 12, 1 << 13, 1 << 14
 NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 # The rights Landlock knows, by ABI version. IOCTL_DEV (ABI 5) stays
 # unhandled: UML's consoles need the terminal ioctls.
@@ -88,19 +93,24 @@ class Rules:
     write: list[Path] = field(default_factory=list)     # every right below these
     sockets: list[Path] = field(default_factory=list)   # read, make and remove sockets
     read: list[Path] = field(default_factory=list)      # read and execute
-    tcp_connect: list[int] = field(default_factory=list)
+    tcp_connect: list[int] | None = field(default_factory=list)  # None: TCP not limited
+    own_network: bool = False   # a network namespace with only its own loopback
 
     def argv(self) -> list[str]:
         out = []
         for flag, items in (('--write', self.write), ('--sockets', self.sockets),
-                            ('--read', self.read), ('--tcp-connect', self.tcp_connect)):
+                            ('--read', self.read), ('--tcp-connect', self.tcp_connect or [])):
             for item in items:
                 out += [flag, str(item)]
+        if self.tcp_connect is None:
+            out.append('--any-tcp')
+        if self.own_network:
+            out.append('--own-network')
         return out
 
 
 def host_rules(own: list[Path], sockets: list[Path], files: list[Path],
-               tcp_connect: list[int] = ()) -> Rules:
+               tcp_connect: list[int] | None = (), own_network: bool = False) -> Rules:
     """The rules of a UML host: @own it may write, @sockets are switch
     directories, @files (kernel, root file system) it reads."""
     read = [Path(p) for p in SYSTEM_DIRS] + [Path('/etc') / f for f in ETC_FILES]
@@ -108,7 +118,8 @@ def host_rules(own: list[Path], sockets: list[Path], files: list[Path],
     # Landlock checks the file a path leads to.
     read += [Path(os.path.realpath(p)) for p in read if os.path.islink(p)]
     return Rules(write=list(own), sockets=list(sockets), read=read + list(files),
-                 tcp_connect=list(tcp_connect))
+                 tcp_connect=None if tcp_connect is None else list(tcp_connect),
+                 own_network=own_network)
 
 
 def command(rules: Rules, argv: list[str]) -> list[str]:
@@ -147,7 +158,8 @@ def apply(rules: Rules, version: int) -> None:
         return r
 
     handled_fs = fs_rights(version)
-    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if version >= 4 else 0,
+    limit_tcp = version >= 4 and rules.tcp_connect is not None
+    attr = _RulesetAttr(handled_fs, NET_BIND_TCP | NET_CONNECT_TCP if limit_tcp else 0,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0)
     size = 24 if version >= 6 else 16 if version >= 4 else 8
     ruleset = call(SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -176,7 +188,7 @@ def apply(rules: Rules, version: int) -> None:
             allow(path, READ | MAKE_SOCK | REMOVE_FILE)
         for path in rules.write:
             allow(path, handled_fs)
-        if version >= 4:
+        if limit_tcp:
             for port in rules.tcp_connect:
                 rule = _NetPort(NET_CONNECT_TCP, port)
                 call(SYS_ADD_RULE, ruleset, RULE_NET_PORT, ctypes.byref(rule), ctypes.c_uint32(0))
@@ -184,6 +196,30 @@ def apply(rules: Rules, version: int) -> None:
         call(SYS_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
     finally:
         os.close(ruleset)
+
+
+def own_network() -> None:
+    """Moves this process into a new network namespace, with its loopback up
+    (libslirp connects to it). A user other than root needs a user namespace
+    for that, made first, as the same user; root does not (and in a chroot,
+    as in scripts/fresh-check.sh, may not make one)."""
+    uid, gid = os.getuid(), os.getgid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = CLONE_NEWNET if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWNET
+    if libc.unshare(flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f'unshare: {os.strerror(err)}')
+    if flags & CLONE_NEWUSER:
+        with open('/proc/self/setgroups', 'w') as f:
+            f.write('deny')
+        with open('/proc/self/uid_map', 'w') as f:
+            f.write(f'{uid} {uid} 1')
+        with open('/proc/self/gid_map', 'w') as f:
+            f.write(f'{gid} {gid} 1')
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifreq = struct.pack('16sh22x', b'lo', 0)
+        flags = struct.unpack('16sh22x', fcntl.ioctl(s, SIOCGIFFLAGS, ifreq))[1]
+        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack('16sh22x', b'lo', flags | IFF_UP))
 
 
 def describe(version: int) -> str:
@@ -205,14 +241,25 @@ def main(argv: list[str]) -> int:
     p.add_argument('--sockets', action='append', type=Path, default=[])
     p.add_argument('--read', action='append', type=Path, default=[])
     p.add_argument('--tcp-connect', action='append', type=int, default=[])
+    p.add_argument('--any-tcp', action='store_true', help='leave TCP unlimited')
+    p.add_argument('--own-network', action='store_true',
+                   help='a network namespace of its own, with only its loopback')
     p.add_argument('program', nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ['--'] else args.program
     if not program:
         p.error('no program to run')
+    if args.own_network:
+        try:
+            own_network()
+        except OSError as e:
+            print(f'confine.py: cannot give this host a network of its own ({e}): an uplink '
+                  'needs an unprivileged user and network namespace (docs/lab.md)', file=sys.stderr)
+            return 126
     version = abi()
     if version > 0:
-        apply(Rules(args.write, args.sockets, args.read, args.tcp_connect), version)
+        apply(Rules(args.write, args.sockets, args.read,
+                    None if args.any_tcp else args.tcp_connect), version)
     try:
         os.execvp(program[0], program)
     except OSError as e:

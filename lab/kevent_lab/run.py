@@ -48,7 +48,7 @@ GUEST_USER = 65534
 
 
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
-             sockets: dict[str, Path], run_dir: Path | None, slirp: str = '') -> list[str]:
+             sockets: dict[str, Path], run_dir: Path | None) -> list[str]:
     # A host with cpu=N runs under taskset: UML's processes (the kernel and
     # the ptrace'd userspace it switches to on every system call) inherit the
     # affinity, and a system call on one CPU costs about a quarter as much.
@@ -62,7 +62,7 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     for link in host.links:
         argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
     if host.uplink:
-        argv.append(uplink.uml_arg(host.uplink, slirp or uplink.slirp_command()))
+        argv.append(uplink.uml_arg(host.uplink, host.uplink_mode))
     argv.append(f'LAB_HOST={host.name}')
     if run_dir is not None:
         # hostfs reaches only below this host's own directory: a guest's
@@ -94,10 +94,9 @@ def uml_env(host: Host, tmp: Path) -> dict:
 
     TMPDIR is where UML keeps the guest's memory (an unlinked file): a
     directory of this host's, the one place outside its run directory that
-    confine.py lets it create files in. slirp, which UML starts with UML's
-    environment, reads ~/.slirprc and joins a slirp already listening on
-    ~/.slirp_socket: with HOME a fresh directory of the run, the uplink is
-    what lab.conf says and nothing else.
+    confine.py lets it create files in. vde_plug, which UML starts with its
+    environment, gets a fresh HOME too: nothing of the user's configuration
+    reaches an uplink.
     """
     env = dict(os.environ, TMPDIR=str(memory_dir(tmp, host)))
     if host.uplink:
@@ -117,22 +116,28 @@ def home_dir(tmp: Path, host: Host) -> Path:
 
 
 def confined(argv: list[str], host: Host, tmp: Path, sockets: dict[str, Path], run_dir: Path | None,
-             files: list[Path], echo_port: int | None = None) -> list[str]:
+             files: list[Path]) -> list[str]:
     """@argv run under confine.py: the host's UML process may write only its
-    own directories and reach over TCP only the lab's echo service."""
+    own directories. A host without an uplink may use no TCP port of this
+    machine; one with an uplink of the default mode lives in a network
+    namespace of its own (libslirp needs TCP on loopback for its echo
+    forward, and there nothing else is); `outside` is what it says."""
     own = [tmp / 'uml', memory_dir(tmp, host)]
     if run_dir is not None:
         own.append(run_dir / host.name)
     if host.uplink:
         own.append(home_dir(tmp, host))
     rules = confine.host_rules(own, [sockets[link.segment] for link in host.links], files,
-                               [echo_port] if host.uplink and echo_port else [])
+                               None if host.uplink else [],
+                               own_network=bool(host.uplink) and host.uplink_mode == 'lab')
     return confine.command(rules, argv)
 
 
-def guest_variables(host: Host, echo_port: int | None) -> dict[str, str]:
+def guest_variables(host: Host) -> dict[str, str]:
     """The driver's variables ($NAME in run lines) that a host gets."""
-    return {'LAB_ECHO_PORT': str(echo_port)} if host.uplink and echo_port else {}
+    if not host.uplink:
+        return {}
+    return {'LAB_ECHO_ADDR': uplink.ECHO_ADDR, 'LAB_ECHO_PORT': str(uplink.ECHO_PORT)}
 
 
 def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str]:
@@ -144,8 +149,9 @@ def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
     if host.uplink:
-        # slirp's network: 10.0.2.2 is this machine's 127.0.0.1. No default
-        # route unless lab.conf has one (route HOST 0.0.0.0/0 10.0.2.2).
+        # slirp's network: 10.0.2.2 is slirp, 10.0.2.7 the echo service.
+        # No default route unless lab.conf has one (route HOST 0.0.0.0/0
+        # 10.0.2.2), which leads somewhere only for an `outside` uplink.
         lines.append(f'ip link set {host.uplink} up')
         lines.append(f'ip addr add {SLIRP_GUEST.with_prefixlen} dev {host.uplink}')
     for net, gw in host.routes:
@@ -392,36 +398,33 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
         raise ValueError(f'lab {topo.name} has no run lines: nothing to run '
                          f'(labctl start {topo.name} boots it to explore by hand)')
 
-    slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
+    uplinks = [h for h in topo.hosts.values() if h.uplink]
+    if uplinks:
+        uplink.check_installed()
 
     # A run directory of its own: other runs of this lab may be going on.
     inst = instances.claim(work, topo.name)
     run_dir = inst.path
-    echo = None
     try:
         say(f'run directory {run_dir} (instance {inst.id} of lab {topo.name})')
         results_dir.claim(results, topo)
-        if slirp:
-            echo = uplink.EchoService()
-            say(f'echo service on 127.0.0.1:{echo.port}, 10.0.2.2:{echo.port} from an uplink')
+        for host in uplinks:
+            say(f'{host.name}: uplink {host.uplink} reaches {uplink.describe(host.uplink_mode)}')
         for host in topo.hosts.values():
             (run_dir / host.name).mkdir(parents=True)
             startup = labdir / f'{host.name}.startup' if labdir else None
             (run_dir / host.name / 'run.sh').write_text(run_script(
                 host, startup.read_text() if startup and startup.exists() else '',
-                guest_variables(host, echo.port if echo else None)))
+                guest_variables(host)))
             if host.disk:
                 make_disk(run_dir / host.name / 'disk.img', host.disk)
-        return _boot_collect(topo, kernel, rootfs, results, run_dir, slirp, say, decode_hint,
-                             echo.port if echo else None)
+        return _boot_collect(topo, kernel, rootfs, results, run_dir, say, decode_hint)
     finally:
-        if echo:
-            echo.close()
         inst.release()
 
 
 def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
-                  slirp: str, say, decode_hint: str, echo_port: int | None = None) -> list[HostResult]:
+                  say, decode_hint: str) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     sup = Supervisor()
@@ -440,8 +443,8 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
         def start_host(hr: HostRun) -> Child:
             out = open(hr.console, 'wb')
             argv = uml_argv(kernel, rootfs, hr.host, f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}',
-                            tmp / 'uml', sockets, run_dir, slirp)
-            argv = confined(argv, hr.host, tmp, sockets, run_dir, [kernel, rootfs], echo_port)
+                            tmp / 'uml', sockets, run_dir)
+            argv = confined(argv, hr.host, tmp, sockets, run_dir, [kernel, rootfs])
             child = sup.start(hr.host.name, argv, stdout=out, env=uml_env(hr.host, tmp))
             out.close()
             return child

@@ -57,15 +57,15 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
     """The detached supervisor: runs until SIGTERM, then stops everything."""
     run_dir = inst.path
     state_path = run_dir / instances.STATE
-    slirp = uplink.slirp_command() if any(h.uplink for h in topo.hosts.values()) else ''
-    echo = uplink.EchoService() if slirp else None
+    if any(h.uplink for h in topo.hosts.values()):
+        uplink.check_installed()
     for host in topo.hosts.values():
         hdir = run_dir / host.name
         hdir.mkdir(parents=True, exist_ok=True)
         startup = labdir / f'{host.name}.startup'
         (hdir / 'run.sh').write_text(interactive_script(
             host, startup.read_text() if startup.exists() else '',
-            guest_variables(host, echo.port if echo else None)))
+            guest_variables(host)))
         if host.disk:
             make_disk(hdir / 'disk.img', host.disk)
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
@@ -82,19 +82,17 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             console = run_dir / host.name / 'console.log'
             with open(console, 'wb') as out:
                 argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                tmp / 'uml', sockets, run_dir, slirp) + ['con1=pts', 'con2=pts']
-                argv = confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs],
-                                echo.port if echo else None)
+                                tmp / 'uml', sockets, run_dir) + ['con1=pts', 'con2=pts']
+                argv = confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs])
                 child = sup.start(host.name, argv, stdout=out, env=uml_env(host, tmp))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
             if host.uplink:
                 hosts[host.name]['uplink'] = host.uplink
+                hosts[host.name]['uplink_reaches'] = uplink.describe(host.uplink_mode)
         state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
                  'switches': switches, 'hosts': hosts}
         # What stop and crash check before they signal a pid of this file.
         state['starts'] = instances.starts_of(instances.state_pids(state))
-        if echo:
-            state['echo_port'] = echo.port
         tmp_state = state_path.with_suffix('.tmp')
         tmp_state.write_text(json.dumps(state, indent=2) + '\n')
         tmp_state.rename(state_path)
@@ -106,8 +104,6 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
         sup.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
         state_path.unlink(missing_ok=True)
-        if echo:
-            echo.close()
         inst.release()
     return 0
 
@@ -227,10 +223,8 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
             up = 'ready' if READY_MARK in text else ('booted' if USERSPACE_MARK in text else 'booting')
             say(f'  {name}: pid {h["pid"]} {"running" if alive(h["pid"]) else "GONE"}, {up}, '
                 f'console {"/dev/pts/%d" % pts if pts is not None else "-"}'
-                + (f', uplink {h["uplink"]} (slirp)' if h.get('uplink') else ''))
-        if state.get('echo_port'):
-            say(f'  echo service: 127.0.0.1:{state["echo_port"]}, from an uplink '
-                f'10.0.2.2:{state["echo_port"]} ($LAB_ECHO_PORT)')
+                + (f', uplink {h["uplink"]} (slirp) reaching {h.get("uplink_reaches", "?")}'
+                   if h.get('uplink') else ''))
     return 0
 
 

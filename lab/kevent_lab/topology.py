@@ -30,16 +30,16 @@ CONTROL_RE = re.compile('[\x00-\x08\x0a-\x1f\x7f-\x9f]')
 MAX_LINE = 4096
 
 # slirp's own network: the guest is 10.0.2.15 (slirp's suggestion), 10.0.2.2
-# is the machine the lab runs on (slirp connects to its 127.0.0.1), 10.0.2.3
-# forwards DNS, 10.0.2.0 and 10.0.2.1 are slirp's control and exec addresses.
+# is slirp (never this machine's loopback), 10.0.2.3 its DNS proxy, 10.0.2.7
+# the uplink's echo service (uplink.py).
 SLIRP_NET = ipaddress.IPv4Network('10.0.2.0/24')
 SLIRP_GUEST = ipaddress.IPv4Interface('10.0.2.15/24')
 SLIRP_HOST = ipaddress.IPv4Address('10.0.2.2')
 
 # Variables a run line may name as a whole word ($NAME): the driver sets them
-# in the guest. LAB_ECHO_PORT is the port of the driver's TCP echo service on
-# 127.0.0.1, reached from a host's uplink as 10.0.2.2.
-RUN_VARS = {'LAB_ECHO_PORT': 'uplink'}
+# in the guest. LAB_ECHO_ADDR and LAB_ECHO_PORT are the uplink's TCP echo
+# service (uplink.py), which a host reaches only through its uplink.
+RUN_VARS = {'LAB_ECHO_ADDR': 'uplink', 'LAB_ECHO_PORT': 'uplink'}
 
 
 class TopologyError(Exception):
@@ -95,7 +95,8 @@ class Host:
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
     cpu: int | None = None  # the CPU the host's UML processes are pinned to (benchmarks)
     forward: bool = False   # routes IPv4 between its interfaces
-    uplink: str = ''        # the interface on a slirp uplink to this machine, or ''
+    uplink: str = ''        # the interface on a slirp uplink, or ''
+    uplink_mode: str = 'lab'  # what the uplink reaches: uplink.py
     links: list[Link] = field(default_factory=list)
     routes: list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
@@ -245,11 +246,12 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].links.append(Link(iface, segment, address))
 
         elif keyword == 'uplink':
-            # Opt-in: a slirp process gives this host a route to the machine
-            # the lab runs on (and, through a default route, beyond it).
-            if len(args) != 2:
-                err('uplink needs: HOST IFACE (a slirp uplink to this machine)')
-            hname, iface = args
+            # Opt-in: libslirp gives this host the echo service, and with
+            # `outside` what this machine reaches (uplink.py).
+            if len(args) not in (2, 3) or (len(args) == 3 and args[2] != 'outside'):
+                err('uplink needs: HOST IFACE [outside] (a slirp uplink: the echo service '
+                    '10.0.2.7:7, and with outside what this machine reaches)')
+            hname, iface = args[:2]
             if hname not in hosts:
                 err(f'uplink names host {hname!r}, which is not declared above')
             if not IFACE_RE.match(iface):
@@ -263,6 +265,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                     err(f'host {hname!r} has {link.address} on {link.iface}, which overlaps '
                         f'{SLIRP_NET}, the network of an uplink')
             hosts[hname].uplink = iface
+            hosts[hname].uplink_mode = 'outside' if len(args) == 3 else 'lab'
 
         elif keyword == 'route':
             if len(args) != 3:

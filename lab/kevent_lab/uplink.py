@@ -1,99 +1,66 @@
-"""The optional uplink: slirp between a guest and the machine the lab runs on.
+"""The optional uplink: libslirp between a guest and the world outside the lab.
 
-A host with `uplink HOST IFACE` in its lab.conf gets IFACE=slirp,... on its
-UML command line. UML starts the slirp program itself (arch/um/drivers/
-slirp_user.c: run_helper, with its stdin and stdout on the interface), so
-slirp runs in the UML process's group and session and is killed with it.
+A host with `uplink HOST IFACE [outside]` in its lab.conf gets
+`IFACE=vde,slirp:///...` on its UML command line. UML's vde transport opens
+that locator with libvdeplug (Debian's vdeplug4), which starts `vde_plug`
+as a helper; for `slirp://` vde_plug loads libvdeplug_slirp (Debian package
+libvdeplug-slirp), whose libslirp is the slirp QEMU maintains. vde_plug is
+UML's child, in its process group and its confinement (confine.py), and ends
+with it.
 
-slirp gives the guest a route to this machine: 10.0.2.2 is an alias of
-127.0.0.1 here, 10.0.2.3 forwards DNS, and any other address is reached
-through slirp's NAT as this machine would reach it. The project keeps to
-loopback and the lab's own networks, which is why an uplink is never there
-unless lab.conf asks for one, and why the guest gets no default route
-unless lab.conf adds one (route HOST 0.0.0.0/0 10.0.2.2).
+On the guest's side the uplink is 10.0.2.15/24; 10.0.2.2 is slirp itself
+and never this machine's loopback (libslirp's disable_host_loopback). What
+lies beyond depends on the mode:
 
-So that a guest has something to reach on 127.0.0.1, the driver runs a TCP
-echo service there (EchoService), in its own process: it ends with the
-driver, whichever way the driver ends.
+  lab (the default)  the echo service at 10.0.2.7 port 7, and nothing else.
+                     libslirp answers each connection there by running `cat`
+                     (cmdfwd), and the host's process lives in a network
+                     namespace of its own whose only interface is its own
+                     loopback (confine.py --own-network): no route, default
+                     or not, leads out of it.
+  outside            in addition, whatever this machine reaches, through
+                     libslirp's NAT, once the guest has a route there
+                     (route HOST 0.0.0.0/0 10.0.2.2): for a lab on a machine
+                     with a network, reaching a mirror or a package archive.
+                     This machine's own loopback stays out of reach.
 """
 
 from __future__ import annotations
 
+import glob
 import shutil
-import socket
-import threading
 
-# Debian's slirp package has two programs. Plain `slirp` emulates a serial
-# line's baud rate and exits at once (status 1) when its stdin is not a
-# terminal, as under UML; `slirp-fullbolt` is the same program without that.
-SLIRP_PROGRAM = 'slirp-fullbolt'
-
-# slirp's control (10.0.2.0) and exec (10.0.2.1) addresses would let the
-# guest add port redirections and run programs on this machine; with the
-# control address 127.0.0.1, which the guest cannot be, both answer
-# "Permission denied".
-SLIRP_ARGS = ['control addr 127.0.0.1']
+ECHO_ADDR = '10.0.2.7'
+ECHO_PORT = 7
+MODES = ('lab', 'outside')
+PLUGIN_GLOB = '/usr/lib/*/vdeplug/libvdeplug_slirp.so'
 
 
-def slirp_command() -> str:
-    path = shutil.which(SLIRP_PROGRAM) or shutil.which(SLIRP_PROGRAM, path='/usr/bin:/bin')
-    if not path:
-        raise FileNotFoundError(f'{SLIRP_PROGRAM} is not installed (Debian package slirp; make deps); '
+def check_installed() -> None:
+    """Raises FileNotFoundError, saying what to install, if a piece is missing."""
+    if not shutil.which('vde_plug', path='/usr/bin:/bin:/usr/local/bin'):
+        raise FileNotFoundError('vde_plug is not installed (Debian package vdeplug; make deps); '
                                 'a host of this lab has an uplink')
-    if any(c in path for c in ',_ '):
-        raise ValueError(f'{path}: the UML command line cannot carry a slirp path with , _ or a space')
-    return path
+    if not glob.glob(PLUGIN_GLOB) and not glob.glob(PLUGIN_GLOB.replace('/*/', '/')):
+        raise FileNotFoundError('libvdeplug_slirp is not installed (Debian package libvdeplug-slirp; '
+                                'make deps); a host of this lab has an uplink')
 
 
-def uml_arg(iface: str, slirp: str) -> str:
-    """ethN=slirp,MAC,PROGRAM,ARG...: UML splits at ',' and reads '_' as a space."""
-    return ','.join([f'{iface}=slirp', '', slirp] + [a.replace(' ', '_') for a in SLIRP_ARGS])
+def locator(mode: str) -> str:
+    """The vdeplug4 locator of an uplink: no commas, which UML's option parser splits at."""
+    if mode not in MODES:
+        raise ValueError(f'uplink mode {mode!r} is not one of {", ".join(MODES)}')
+    return f'slirp:///v4/disable_host_loopback/cmdfwd={ECHO_ADDR}:{ECHO_PORT}:cat'
 
 
-class EchoService:
-    """A TCP echo server on 127.0.0.1, on a port the kernel picks.
+def uml_arg(iface: str, mode: str) -> str:
+    return f'{iface}=vde,{locator(mode)}'
 
-    Each connection is echoed until the peer's EOF, then closed. Threads of
-    the driver, not a process: nothing is left behind when the driver ends.
-    """
 
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self.echoed = 0
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, name='echo-accept', daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with self._lock:
-                self.connections += 1
-            threading.Thread(target=self._echo, args=(conn,), name='echo', daemon=True).start()
-
-    def _echo(self, conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(300)
-            try:
-                while True:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    conn.sendall(data)
-                    with self._lock:
-                        self.echoed += len(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)   # wakes the accept() of the thread
-        except OSError:
-            pass
-        self.sock.close()
+def describe(mode: str) -> str:
+    """What a guest reaches through an uplink of @mode, in one line."""
+    reach = f'the echo service {ECHO_ADDR}:{ECHO_PORT}'
+    if mode == 'outside':
+        return (f'{reach}, and what this machine reaches (not its loopback) through NAT '
+                f'once the guest routes there via 10.0.2.2')
+    return f'{reach} only (a network namespace of its own)'

@@ -3,6 +3,7 @@
 Runs on this machine's kernel (no UML): skipped, and said so, where it has
 no Landlock. tests/test_started_lab_shells.py checks the same from inside a
 guest, through hostfs."""
+import os
 import socket
 import subprocess
 import sys
@@ -65,6 +66,7 @@ def test_tcp_only_to_the_ports_given(tmp_path):
         s.listen()
     ports = [s.getsockname()[1] for s in (allowed, other)]
     code = f'''
+import os
 import socket
 for port in {ports}:
     try:
@@ -85,3 +87,19 @@ def test_a_missing_program_is_reported(tmp_path):
 def test_describe_says_what_is_confined():
     assert 'unconfined' in confine.describe(0)
     assert confine.describe(4).endswith('files, TCP')
+
+
+@pytest.mark.parametrize('as_user', ['this user', 'nobody'])
+def test_own_network_has_only_its_loopback(tmp_path, as_user):
+    # A user other than root gets a user namespace first (confine.own_network).
+    prefix = []
+    if as_user == 'nobody':
+        if os.geteuid() != 0:
+            pytest.skip('only root can run a program as nobody')
+        prefix = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+    r = confine.host_rules([], [], [], None, own_network=True)
+    out = subprocess.run(prefix + confine.command(r, ['/usr/bin/ip', '-o', '-4', 'addr']),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert [line.split()[1] for line in out.stdout.splitlines()] == ['lo']
+    assert '127.0.0.1/8' in out.stdout

@@ -149,16 +149,17 @@ UPLINK_LAB = '''
 host a
 link a eth0 n 10.42.0.1/24
 uplink a eth1
-run a up -- tcp_echo client 10.0.2.2 $LAB_ECHO_PORT 100
+run a up -- tcp_echo client $LAB_ECHO_ADDR $LAB_ECHO_PORT 100
 '''
 
 
 def test_uplink_argv_env_and_script(tmp_path):
     a = topology.parse(UPLINK_LAB).hosts['a']
-    argv = run.uml_argv(Path('/k'), Path('/r'), a, 'u', Path('/t'), {'n': Path('/t/n')}, Path('/lab'),
-                        '/usr/bin/slirp-fullbolt')
+    argv = run.uml_argv(Path('/k'), Path('/r'), a, 'u', Path('/t'), {'n': Path('/t/n')}, Path('/lab'))
     assert 'eth0=vde,/t/n' in argv
-    assert 'eth1=slirp,,/usr/bin/slirp-fullbolt,control_addr_127.0.0.1' in argv
+    slirp = [x for x in argv if x.startswith('eth1=vde,slirp:///')]
+    assert len(slirp) == 1 and ',' not in slirp[0][len('eth1=vde,'):]   # UML splits at commas
+    assert 'disable_host_loopback' in slirp[0] and 'cmdfwd=10.0.2.7:7:cat' in slirp[0]
     env = run.uml_env(a, tmp_path)
     assert env['HOME'] == str(tmp_path / 'home-a') and (tmp_path / 'home-a').is_dir()
     assert env['TMPDIR'] == str(tmp_path / 'mem-a') and (tmp_path / 'mem-a').is_dir()
@@ -166,48 +167,42 @@ def test_uplink_argv_env_and_script(tmp_path):
     env = run.uml_env(host(), other)
     assert env['HOME'] == os.environ['HOME'] and not (other / 'home-a').exists()
     assert env['TMPDIR'] == str(other / 'mem-a')
-    variables = run.guest_variables(a, 4242)
+    variables = run.guest_variables(a)
+    assert variables == {'LAB_ECHO_ADDR': '10.0.2.7', 'LAB_ECHO_PORT': '7'}
     lines = run.run_script(a, '', variables).splitlines()
-    assert "export LAB_ECHO_PORT=4242" in lines
+    assert "export LAB_ECHO_PORT=7" in lines
     assert lines.index('ip addr add 10.0.2.15/24 dev eth1') > lines.index('ip link set eth1 up')
     assert not any('route' in l for l in lines)        # no default route unless lab.conf asks
     runner = [l for l in lines if 'lab_runner' in l][0]
-    assert runner.endswith('-- /opt/kevent/tcp_echo client 10.0.2.2 "$LAB_ECHO_PORT" 100')
+    assert runner.endswith('-- /opt/kevent/tcp_echo client "$LAB_ECHO_ADDR" "$LAB_ECHO_PORT" 100')
     # No uplink, no variables and no slirp.
-    assert run.guest_variables(host(), 4242) == {}
+    assert run.guest_variables(host()) == {}
     assert not any('slirp' in a for a in run.uml_argv(Path('/k'), Path('/r'), host(), 'u', Path('/t'),
                                                        {'net0': Path('/t/net0')}, None))
 
 
-def test_uplink_slirp_missing(monkeypatch):
+def test_uplink_confinement_by_mode(tmp_path):
+    def rules(conf):
+        h = topology.parse(conf).hosts['a']
+        argv = run.confined(['/k'], h, tmp_path, {'n': tmp_path / 'n'}, tmp_path / 'lab', [])
+        return argv[argv.index('--') - 3:argv.index('--')]
+    # No uplink: no TCP at all; the default uplink: a network of its own;
+    # outside: this machine's network, TCP unlimited.
+    plain = 'host a\nlink a eth0 n 10.42.0.1/24\nrun a up -- tcp_echo client 10.42.0.2 7 1\n'
+    assert '--own-network' not in rules(plain) and '--any-tcp' not in rules(plain)
+    assert rules(UPLINK_LAB)[-2:] == ['--any-tcp', '--own-network']
+    assert rules(UPLINK_LAB.replace('eth1\n', 'eth1 outside\n'))[-1] == '--any-tcp'
+
+
+def test_uplink_plug_missing(monkeypatch):
     from kevent_lab import uplink
     monkeypatch.setattr(uplink.shutil, 'which', lambda *a, **k: None)
-    with pytest.raises(FileNotFoundError, match='Debian package slirp'):
-        uplink.slirp_command()
-
-
-def test_echo_service():
-    import socket
-    from kevent_lab import uplink
-    echo = uplink.EchoService()
-    try:
-        assert echo.sock.getsockname()[0] == '127.0.0.1'
-        conns = [socket.create_connection(('127.0.0.1', echo.port), timeout=5) for _ in range(2)]
-        for i, c in enumerate(conns):
-            c.sendall(b'x%d' % i * 1000)
-        for i, c in enumerate(conns):
-            want, got = b'x%d' % i * 1000, b''
-            while len(got) < len(want):
-                got += c.recv(65536)
-            assert got == want
-            c.shutdown(socket.SHUT_WR)
-            assert c.recv(1) == b''        # closed after our EOF, as tcp_echo expects
-            c.close()
-        assert echo.connections == 2 and echo.echoed == 4000
-    finally:
-        echo.close()
-    with pytest.raises(OSError):
-        socket.create_connection(('127.0.0.1', echo.port), timeout=5)
+    with pytest.raises(FileNotFoundError, match='Debian package vdeplug'):
+        uplink.check_installed()
+    monkeypatch.setattr(uplink.shutil, 'which', lambda *a, **k: '/usr/bin/vde_plug')
+    monkeypatch.setattr(uplink.glob, 'glob', lambda *a, **k: [])
+    with pytest.raises(FileNotFoundError, match='libvdeplug-slirp'):
+        uplink.check_installed()
 
 
 def test_pinned_cpu_wraps_onto_the_cpus_there_are():

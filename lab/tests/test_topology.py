@@ -20,7 +20,7 @@ def test_default_lab_parses():
     assert a.runs[0].argv == ['tcp_echo', 'server', '7000', '1']
 
 
-@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 2), ('naio', 2), ('fuzz', 1)])
+@pytest.mark.parametrize('name, hosts', [('pair', 2), ('star', 4), ('routed', 3), ('uplink', 3), ('naio', 2), ('fuzz', 1)])
 def test_shipped_labs_parse(name, hosts):
     topo = topology.load(LABS / name / 'lab.conf')
     assert len(topo.hosts) == hosts
@@ -83,23 +83,25 @@ def test_errors_name_file_and_line(text, line, words):
 def test_uplink():
     topo = topology.parse('host a\nlink a eth0 n 10.42.0.1/24\nuplink a eth1\n'
                           'route a 0.0.0.0/0 10.0.2.2\n'
-                          'run a up -- tcp_echo client 10.0.2.2 $LAB_ECHO_PORT 100\n')
+                          'run a up -- tcp_echo client $LAB_ECHO_ADDR $LAB_ECHO_PORT 100\n')
     a = topo.hosts['a']
     assert a.uplink == 'eth1'
     assert topo.segments == ['n']          # the uplink is no segment: no vde_switch
     assert [(str(n), str(g)) for n, g in a.routes] == [('0.0.0.0/0', '10.0.2.2')]
-    assert a.runs[0].variables == ['LAB_ECHO_PORT']
+    assert a.runs[0].variables == ['LAB_ECHO_ADDR', 'LAB_ECHO_PORT']
+    assert a.uplink_mode == 'lab'
 
 
 def test_no_uplink_unless_asked():
     for name in ('default', 'pair', 'star', 'routed', 'crash'):
         assert not any(h.uplink for h in topology.load(LABS / name / 'lab.conf').hosts.values())
     topo = topology.load(LABS / 'uplink' / 'lab.conf')
-    assert {h.name: h.uplink for h in topo.hosts.values()} == {'a': 'eth1', 'b': ''}
+    assert {h.name: h.uplink for h in topo.hosts.values()} == {'a': 'eth1', 'b': '', 'c': 'eth0'}
 
 
 @pytest.mark.parametrize('text, line, words', [
     ('host a\nuplink a\n', 2, 'uplink needs'),
+    ('host a\nuplink a eth1 wide\n', 2, 'uplink needs: HOST IFACE [outside]'),
     ('host a\nuplink b eth0\n', 2, 'not declared'),
     ('host a\nuplink a wlan0\n', 2, 'bad interface'),
     ('host a\nuplink a eth0\nuplink a eth1\n', 3, 'has an uplink already'),

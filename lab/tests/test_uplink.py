@@ -1,33 +1,47 @@
-"""The slirp uplink on real UML hosts: it reaches the driver's echo service on
-127.0.0.1 as 10.0.2.2, only from the host that has it, and every slirp
-process goes with its lab (stop, crash, a killed supervisor).
+"""The slirp uplink on real UML hosts: it reaches the echo service and,
+by default, nothing of this machine (neither its loopback, TCP or UDP, nor
+its other addresses, even when root in the guest adds a default route); an
+`outside` uplink reaches this machine's network but not its loopback; and
+every slirp process goes with its lab (stop, crash, a killed supervisor).
 
-Needs the built kernel and slirp; skipped without them, as test_interrupt.py.
+Needs the built kernel, vde_plug and libvdeplug_slirp; skipped without them.
 """
 
 import json
 import os
-import shutil
+import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
+from kevent_lab import uplink
 from test_interrupt import KERNEL, ROOTFS, TOP, in_sessions, instance_dir, labctl
 
-pytestmark = pytest.mark.skipif(
-    not (KERNEL.exists() and ROOTFS.exists() and shutil.which('slirp-fullbolt')),
-    reason='kernel, rootfs or slirp-fullbolt (Debian package slirp) missing')
+
+def _plug_missing() -> str:
+    try:
+        uplink.check_installed()
+        return ''
+    except FileNotFoundError as e:
+        return str(e)
+
+
+pytestmark = pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()) or bool(_plug_missing()),
+                                reason=f'kernel or rootfs not built, or {_plug_missing()}')
 
 
 def slirps_in(sessions: set[int]) -> list[int]:
     out = []
     for pid in in_sessions(sessions):
         try:
-            with open(f'/proc/{pid}/comm') as f:
-                if f.read().strip() == 'slirp-fullbolt':
+            # UML's own processes carry its command line, slirp:// included.
+            with open(f'/proc/{pid}/comm') as comm, open(f'/proc/{pid}/cmdline', 'rb') as cmd:
+                if comm.read().strip() == 'vde_plug' and b'slirp://' in cmd.read():
                     out.append(pid)
         except OSError:
             pass
@@ -43,44 +57,120 @@ def start_uplink():
     return d, state, sessions
 
 
+def lab_exec(host, command):
+    return labctl('exec', '--lab', 'uplink', host, '--', command)
+
+
+def global_address() -> str:
+    """An address of this machine that is not loopback, or '' if it has none."""
+    out = subprocess.run(['ip', '-4', '-o', 'addr', 'show', 'scope', 'global'],
+                         capture_output=True, text=True).stdout
+    m = re.search(r'inet (\d+\.\d+\.\d+\.\d+)/', out)
+    return m.group(1) if m else ''
+
+
 def test_run_uplink_lab(tmp_path):
     proc = subprocess.run([sys.executable, str(TOP / 'lab' / 'labctl'), 'run', '--lab', 'uplink',
                            '--results', str(tmp_path), '--expect'],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert 'echo service on 127.0.0.1:' in proc.stdout
+    assert 'a: uplink eth1 reaches the echo service 10.0.2.7:7 only' in proc.stdout
     console = (tmp_path / 'a.console.log').read_text(errors='replace')
-    assert 'eth1=slirp,,' in console and 'SLiRP Ready' in console
+    assert 'eth1=vde,slirp:///' in console
 
 
-def test_uplink_reaches_host_loopback_and_stops_with_the_lab():
+class Listeners:
+    """A TCP and a UDP socket of this machine, on every address, that record
+    what reaches them (a TCP connection is closed at once, so nc ends)."""
+
+    def __init__(self):
+        self.tcp = socket.socket()
+        self.tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tcp.bind(('0.0.0.0', 0))
+        self.tcp.listen()
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(('0.0.0.0', 0))
+        self.tcp_port, self.udp_port = self.tcp.getsockname()[1], self.udp.getsockname()[1]
+        self.got: list[str] = []
+        for what, sock in (('tcp', self.tcp), ('udp', self.udp)):
+            threading.Thread(target=self._wait, args=(what, sock), daemon=True).start()
+
+    def _wait(self, what, sock):
+        while True:
+            try:
+                if what == 'tcp':
+                    sock.accept()[0].close()
+                else:
+                    sock.recv(100)
+            except OSError:
+                return
+            self.got.append(what)
+
+    def reached(self) -> list[str]:
+        time.sleep(0.5)
+        return sorted(set(self.got))
+
+    def close(self):
+        for sock in (self.tcp, self.udp):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+def test_uplink_reaches_the_echo_service_only_and_stops_with_the_lab():
     d, state, sessions = start_uplink()
+    listen = Listeners()
     try:
-        port = state['echo_port']
-        # slirp runs in host a's process group, so it dies with it.
+        # slirp (vde_plug with libvdeplug_slirp) runs in its host's process group.
         slirps = slirps_in({state['hosts']['a']['pid']})
         assert len(slirps) == 1 and slirps_in({state['hosts']['b']['pid']}) == []
         st = labctl('status', 'uplink')
-        assert 'uplink eth1 (slirp)' in st.stdout and f'127.0.0.1:{port}' in st.stdout, st
-        ex = labctl('exec', '--lab', 'uplink', 'a', '--', 'echo hello-from-$(hostname) | nc -w 5 10.0.2.2 $LAB_ECHO_PORT')
+        assert 'uplink eth1 (slirp) reaching the echo service 10.0.2.7:7 only' in st.stdout, st
+        ex = lab_exec('a', 'echo hello-from-$(hostname) | nc -w 5 $LAB_ECHO_ADDR $LAB_ECHO_PORT')
         assert (ex.returncode, ex.stdout) == (0, 'hello-from-a\n'), ex
-        # No default route: the uplink reaches slirp's network, not the world.
-        ex = labctl('exec', '--lab', 'uplink', 'a', '--', 'ip route | grep -c default')
+        # No default route unless lab.conf adds one.
+        ex = lab_exec('a', 'ip route | grep -c default')
         assert ex.stdout.strip() == '0', ex
-        # slirp's control and exec addresses refuse the guest.
-        ex = labctl('exec', '--lab', 'uplink', 'a', '--', '(echo help; sleep 1) | nc -w 3 10.0.2.0 23')
-        assert 'Permission denied' in ex.stdout, ex
-        # b has no uplink: 10.0.2.2 is nowhere it can reach.
-        ex = labctl('exec', '--lab', 'uplink', 'b', '--', f'nc -w 3 10.0.2.2 {port} </dev/null')
+        # Nothing of this machine: not its loopback as 10.0.2.2, TCP or UDP;
+        # not, after root adds a default route, its other addresses.
+        where = ['10.0.2.2'] + ([global_address()] if global_address() else [])
+        probes = '; '.join(f'nc -w 2 {ip} {listen.tcp_port} </dev/null; echo tcp=$?; '
+                           f'echo x | nc -u -w 1 {ip} {listen.udp_port}' for ip in where)
+        ex = lab_exec('a', f'ip route add default via 10.0.2.2; {probes}')
+        assert listen.reached() == [], ex.stdout
+        assert ex.stdout.count('tcp=1') == len(where), ex.stdout
+        # b has no uplink: 10.0.2.7 is nowhere it can reach.
+        ex = lab_exec('b', 'nc -w 3 10.0.2.7 7 </dev/null')
         assert ex.returncode != 0, ex
         stopped = labctl('stop', 'uplink')
         assert stopped.returncode == 0, stopped
     finally:
+        listen.close()
         labctl('crash', 'uplink', '--id', d.name)
     time.sleep(0.5)
     assert in_sessions(sessions) == []
     assert all(not os.path.exists(f'/proc/{p}') or open(f'/proc/{p}/stat').read().split()[2] == 'Z'
                for p in slirps)
+
+
+@pytest.mark.skipif(not global_address(), reason='this machine has no address besides loopback')
+def test_outside_uplink_reaches_this_machines_network_but_not_its_loopback():
+    d, state, sessions = start_uplink()
+    listen = Listeners()
+    try:
+        ex = lab_exec('c', f'nc -w 2 10.0.2.2 {listen.tcp_port} </dev/null; echo loop=$?; '
+                      f'echo x | nc -u -w 1 10.0.2.2 {listen.udp_port}')
+        assert 'loop=1' in ex.stdout and listen.reached() == [], ex.stdout
+        ex = lab_exec('c', f'ip route add default via 10.0.2.2; '
+                      f'nc -w 3 {global_address()} {listen.tcp_port} </dev/null; echo out=$?')
+        assert 'out=0' in ex.stdout and listen.reached() == ['tcp'], ex.stdout
+    finally:
+        listen.close()
+        labctl('crash', 'uplink', '--id', d.name)
+    time.sleep(0.5)
+    assert in_sessions(sessions) == []
 
 
 def test_killed_supervisor_leaves_no_slirp():
