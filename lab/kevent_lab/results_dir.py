@@ -1,24 +1,40 @@
-"""The files a run writes into its results directory, and only those.
+"""Where a run's results go: a folder of its own, and stable names for the latest.
 
-`--results DIR` may name any directory (`.`, a home, a folder of notes).
-A run used to clear it of every `HOST.*` file before starting, so
-`--results .` unlinked the user's own files that happened to begin with a
-host's name. Now each run first writes down, in DIR/.lab-results, the names
-of the files it is about to write; the next run removes exactly the files
-that list names (those of an interrupted run included) and nothing else.
+`--results DIR` is where a user looks (build/results/summary.json and the
+other paths of DESIGN.md). Runs used to write straight into it, so the
+files of several runs ended up side by side, and after a Ctrl-C'd run
+summary.json still described an earlier run, of a lab deleted since.
+
+Now each run writes into a folder of its own, DIR/runs/STAMP-LAB, and when
+it ends (however it ends) DIR gets the stable names: DIR/latest, a link to
+that folder, and one link per file the run wrote (DIR/summary.json ->
+runs/STAMP-LAB/summary.json, ...). A file the run did not write gets no link,
+so nothing in DIR can describe another run. The links of the previous run
+are removed as the next one starts. The ten newest run folders are kept.
+
+DIR may be any directory (`.`, a home, a folder of notes): only names this
+module made are ever removed, listed in DIR/.lab-results, and a file of the
+user's with the name of a result is left alone (the run says so).
 """
 
 from __future__ import annotations
 
+import re
+import shutil
+import time
 from pathlib import Path
 
 from .topology import Topology
 
 MANIFEST = '.lab-results'
+RUNS = 'runs'
+LATEST = 'latest'
+KEEP = 10
+RUN_NAME = re.compile(r'\d{8}-\d{6}-[a-z0-9_-]+(-\d+)?')
 
 
 def names(topo: Topology) -> list[str]:
-    """Every file a run of @topo may write into its results directory."""
+    """Every file a run of @topo may write into its results folder."""
     out = ['summary.json', 'junit.xml', 'expect.json']
     for host in topo.hosts.values():
         out += [f'{host.name}.console.log', f'{host.name}.ktap']
@@ -36,11 +52,81 @@ def _listed(results: Path) -> list[str]:
     return [n for n in text.split('\n') if n and '/' not in n and n not in ('.', '..')]
 
 
-def claim(results: Path, topo: Topology) -> None:
-    """Removes what the previous run listed here, then lists this run's files."""
-    results.mkdir(parents=True, exist_ok=True)
-    for name in _listed(results):
-        path = results / name
-        if path.is_file() or path.is_symlink():
-            path.unlink()
-    (results / MANIFEST).write_text(''.join(n + '\n' for n in names(topo)))
+def _ours(path: Path, results: Path) -> bool:
+    """True for a link this module made: one into DIR/runs."""
+    if not path.is_symlink():
+        return False
+    target = path.readlink()
+    return not target.is_absolute() and target.parts[:1] == (RUNS,)
+
+
+class RunFolder:
+    """The results folder of one run of a lab, under @results."""
+
+    def __init__(self, results: Path, lab: str):
+        self.results = results
+        self.lab = lab
+        (results / RUNS).mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime('%Y%m%d-%H%M%S')
+        # Never a name an earlier (since pruned) run of this second had:
+        # the newest run must sort last.
+        base = f'{stamp}-{lab}'
+        taken = [p.name[len(base):] for p in (results / RUNS).iterdir() if p.name.startswith(base)]
+        first = max((int(t[1:]) + 1 for t in taken if re.fullmatch(r'-\d+', t)),
+                    default=1 if '' in taken else 0)
+        for n in range(first, first + 1000):
+            name = f'{stamp}-{lab}' + (f'-{n}' if n else '')
+            try:
+                (results / RUNS / name).mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise RuntimeError(f'{results / RUNS}: no free name for a run folder')
+        self.path = results / RUNS / name
+        self.skipped: list[str] = []
+        self._unlink_previous()
+
+    def _unlink_previous(self) -> None:
+        # What the previous run listed: its links, or (before run folders)
+        # the files it wrote itself into DIR.
+        for name in _listed(self.results) + [LATEST]:
+            path = self.results / name
+            if name == LATEST and not _ours(path, self.results):
+                continue
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+        (self.results / MANIFEST).unlink(missing_ok=True)
+
+    def publish(self, topo: Topology) -> list[str]:
+        """Gives the files this run wrote their stable names in DIR; returns them."""
+        made = []
+        for name in names(topo):
+            if not (self.path / name).is_file():
+                continue
+            link = self.results / name
+            if link.exists() or link.is_symlink():
+                if not _ours(link, self.results):
+                    self.skipped.append(name)       # the user's own file
+                    continue
+                link.unlink()
+            link.symlink_to(Path(RUNS) / self.path.name / name)
+            made.append(name)
+        latest = self.results / LATEST
+        if latest.is_symlink():
+            latest.unlink()
+        if not latest.exists():
+            latest.symlink_to(Path(RUNS) / self.path.name)
+        (self.results / MANIFEST).write_text(''.join(n + '\n' for n in made))
+        self.prune()
+        return made
+
+    def prune(self, keep: int = KEEP) -> None:
+        """Removes all but the @keep newest run folders (never this run's)."""
+        runs = sorted((p for p in (self.results / RUNS).iterdir()
+                       if p.is_dir() and not p.is_symlink() and RUN_NAME.fullmatch(p.name)),
+                      # STAMP-LAB, then STAMP-LAB-1, ... -10 within one second.
+                      key=lambda p: (p.name[:15], len(p.name), p.name))
+        for old in runs[:-keep] if keep else runs:
+            if old != self.path:
+                shutil.rmtree(old, ignore_errors=True)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine, guest_text, instances, ktap, results_dir, trace, uml_paths, uplink
+from . import confine, guest_text, instances, ktap, trace, uml_paths, uplink
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -407,7 +407,6 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     run_dir = inst.path
     try:
         say(f'run directory {run_dir} (instance {inst.id} of lab {topo.name})')
-        results_dir.claim(results, topo)
         for host in uplinks:
             say(f'{host.name}: uplink {host.uplink} reaches {uplink.describe(host.uplink_mode)}')
         for host in topo.hosts.values():

@@ -1,40 +1,82 @@
-"""A run removes from its results directory only what an earlier run wrote."""
+"""Each run has a results folder of its own; --results DIR holds stable names
+for the latest run's files, and only for files that run wrote."""
+import json
 from pathlib import Path
 
 import pytest
 
-from kevent_lab import run, topology
+from kevent_lab import results_dir, run, topology
+
+TOPO = topology.parse('host a\nrun a s -- p\n', name='t')
 
 
-@pytest.fixture
-def fake_boot(monkeypatch, tmp_path):
-    """run_lab up to booting: a kernel and a rootfs that exist, no hosts booted."""
+def a_run(results: Path, files=('summary.json', 'a.console.log'), topo=TOPO, stamp=None,
+          monkeypatch=None) -> results_dir.RunFolder:
+    folder = results_dir.RunFolder(results, topo.name)
+    for name in files:
+        (folder.path / name).write_text(f'{name} of {folder.path.name}')
+    folder.publish(topo)
+    return folder
+
+
+def test_each_run_has_its_folder_and_dir_names_the_latest(tmp_path):
+    first = a_run(tmp_path)
+    second = a_run(tmp_path)
+    assert first.path != second.path and first.path.is_dir() and second.path.is_dir()
+    assert (tmp_path / 'summary.json').read_text() == f'summary.json of {second.path.name}'
+    assert (tmp_path / 'latest').resolve() == second.path.resolve()
+    assert (first.path / 'summary.json').exists()           # the earlier run keeps its own
+
+
+def test_an_interrupted_run_leaves_no_earlier_summary(tmp_path):
+    """After a Ctrl-C'd run, summary.json described an earlier run (of a lab deleted since)."""
+    a_run(tmp_path)
+    interrupted = a_run(tmp_path, files=('a.console.log',))
+    assert not (tmp_path / 'summary.json').exists()
+    assert (tmp_path / 'a.console.log').read_text() == f'a.console.log of {interrupted.path.name}'
+    assert (tmp_path / 'latest').resolve() == interrupted.path.resolve()
+
+
+def test_files_of_another_lab_do_not_stay_beside(tmp_path):
+    a_run(tmp_path)
+    other = topology.parse('host b\nrun b s -- p\n', name='u')
+    a_run(tmp_path, files=('summary.json', 'b.console.log'), topo=other)
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith('.')) == \
+        ['b.console.log', 'latest', 'runs', 'summary.json']
+
+
+def test_results_dot_keeps_the_users_files(tmp_path):
+    """`--results .` used to unlink every HOST.* file of the current directory."""
+    (tmp_path / 'a.notes').write_text('mine')
+    (tmp_path / 'a.console.log').write_text('also mine')
+    folder = a_run(tmp_path)
+    a_run(tmp_path)
+    assert (tmp_path / 'a.notes').read_text() == 'mine'
+    assert (tmp_path / 'a.console.log').read_text() == 'also mine'
+    assert folder.skipped == ['a.console.log']
+    # A hand-edited list cannot make a run remove anything outside.
+    (tmp_path / 'x').mkdir()
+    (tmp_path / 'x' / 'keep').write_text('k')
+    (tmp_path / '.lab-results').write_text('../outside\nx/keep\n..\n')
+    a_run(tmp_path)
+    assert (tmp_path / 'x' / 'keep').exists()
+
+
+def test_the_ten_newest_runs_are_kept(tmp_path):
+    folders = [a_run(tmp_path) for _ in range(12)]
+    kept = sorted(p.name for p in (tmp_path / 'runs').iterdir())
+    assert kept == sorted(f.path.name for f in folders[-10:])
+    (tmp_path / 'runs' / 'notes').mkdir()                    # not a run folder: never removed
+    a_run(tmp_path)
+    assert (tmp_path / 'runs' / 'notes').is_dir()
+
+
+def test_a_lab_without_run_lines_is_refused_before_anything_starts(tmp_path, monkeypatch):
     monkeypatch.setattr(run, '_boot_collect', lambda *a, **k: [])
     (tmp_path / 'linux').write_bytes(b'')
     (tmp_path / 'rootfs.cpio').write_bytes(b'')
-    return tmp_path / 'linux', tmp_path / 'rootfs.cpio'
-
-
-def test_results_dot_keeps_the_users_files(tmp_path, fake_boot):
-    """`--results .` unlinked every HOST.* file of the current directory."""
-    kernel, rootfs = fake_boot
-    here = tmp_path / 'here'
-    here.mkdir()
-    (here / 'a.notes').write_text('mine')
-    (here / 'a.console.log').write_text('also mine: no run listed it')
-    topo = topology.parse('host a\nrun a s -- p\n', name='t')
-    run.run_lab(topo, kernel, rootfs, here, tmp_path / 'work', say=lambda m: None)
-    assert (here / 'a.notes').read_text() == 'mine'
-    assert (here / 'a.console.log').exists()
-    # What a run listed, the next run removes (an interrupted run's too).
-    (here / 'a.s.log').write_text('written by the run')
-    run.run_lab(topo, kernel, rootfs, here, tmp_path / 'work', say=lambda m: None)
-    assert not (here / 'a.s.log').exists() and (here / 'a.notes').exists()
-
-
-def test_a_lab_without_run_lines_is_refused_before_anything_starts(tmp_path, fake_boot):
-    kernel, rootfs = fake_boot
     topo = topology.parse('host a\nhost b\n', name='t')
     with pytest.raises(ValueError, match='no run lines: nothing to run'):
-        run.run_lab(topo, kernel, rootfs, tmp_path / 'r', tmp_path / 'work', say=lambda m: None)
+        run.run_lab(topo, tmp_path / 'linux', tmp_path / 'rootfs.cpio', tmp_path / 'r',
+                    tmp_path / 'work', say=lambda m: None)
     assert not (tmp_path / 'work').exists()
