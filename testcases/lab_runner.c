@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +71,29 @@ static void record(FILE *out, const char *prefix, const char *what, const char *
 		plen--;
 	printf("%.*s#lab-%s %s%d\n", (int)plen, prefix, what, how, n);
 	fflush(stdout);
+}
+
+/*
+ * Best effort: raising a hard limit needs CAP_SYS_RESOURCE, which root in a
+ * guest has, but root in a container on a test machine may not; a program
+ * that needs the headroom then says so itself.
+ */
+static void raise_limits(void)
+{
+	struct rlimit unlimited = { RLIM_INFINITY, RLIM_INFINITY }, files;
+	long nr_open = 1048576;
+	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &nr_open) != 1)
+			nr_open = 1048576;
+		fclose(f);
+	}
+	if (!getrlimit(RLIMIT_NOFILE, &files) && files.rlim_max < (rlim_t)nr_open) {
+		files.rlim_max = nr_open;
+		setrlimit(RLIMIT_NOFILE, &files);
+	}
+	setrlimit(RLIMIT_MEMLOCK, &unlimited);
 }
 
 int main(int argc, char **argv)
@@ -128,6 +152,15 @@ int main(int argc, char **argv)
 		setpgid(0, 0);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
+		/*
+		 * An unprivileged run gets the headroom a root one has: it may
+		 * raise its descriptor limit to nr_open and lock as much memory
+		 * as it likes (as limits.conf gives a user), so that only what
+		 * truly needs root (mounting, sysctls, other users) tells the two
+		 * apart.
+		 */
+		if (uid > 0)
+			raise_limits();
 		if (uid > 0 && (setgroups(0, NULL) || setgid(uid) || setuid(uid))) {
 			fprintf(stderr, "lab_runner: cannot become user %ld: %s\n", uid, strerror(errno));
 			_exit(126);

@@ -68,8 +68,8 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
         # hostfs reaches only below this host's own directory: a guest's
         # `mount -t hostfs -o /any/dir` lands in it too (UML prefixes every
         # hostfs mount with it). That alone does not stop root in the guest
-        # (`..` and symbolic links still lead out): runs that need no root
-        # run as an unprivileged user (`user` in lab.conf), who cannot mount.
+        # (`..` still leads out): runs are unprivileged unless lab.conf says
+        # `root`, and the UML process itself is confined (confine.py).
         own = uml_paths.reachable(run_dir / host.name, uml_dir.parent / f'{host.name}.hostfs')
         argv.append(f'hostfs={own}')
         argv.append(f'LAB_DIR={run_dir}')
@@ -159,7 +159,9 @@ def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str
     if host.forward:
         lines.append('echo 1 > /proc/sys/net/ipv4/ip_forward')
     if host.disk:
-        lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk')
+        # The guest user runs the tests (runs are unprivileged unless `root`).
+        lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk && '
+                     f'chown {GUEST_USER}:{GUEST_USER} /mnt/disk')
     return lines
 
 

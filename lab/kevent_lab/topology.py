@@ -69,7 +69,7 @@ class Run:
     part: str = ''          # 'echo' of 'socket/echo': one of several runs of a suite
     line: int = 0           # where it is in lab.conf
     trace: list[str] = field(default_factory=list)  # tracepoints enabled while it runs
-    user: bool = False      # runs as an unprivileged user of the guest, not root
+    user: bool = True       # runs as an unprivileged user of the guest; False: `root`
 
     @property
     def variables(self) -> list[str]:
@@ -132,7 +132,7 @@ def _options(words: list[str], allowed: dict[str, str], err,
     return out
 
 
-RUN_USAGE = ('run needs: HOST SUITE [timeout=S] [background] [user] [env=NAME=VALUE] [trace[=EVENTS]] '
+RUN_USAGE = ('run needs: HOST SUITE [timeout=S] [background] [root] [env=NAME=VALUE] [trace[=EVENTS]] '
              '-- PROGRAM [ARGS...]')
 
 # What `trace` alone enables: every kevent tracepoint (include/trace/events/kevent.h).
@@ -307,11 +307,13 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 err(f'program {argv[0]!r} must be a testcase name, not a path')
             # A bare `trace` traces the kevent tracepoints.
             opt_words = ['trace=' + DEFAULT_TRACE if w == 'trace' else w for w in head[2:]]
-            opts = _options(opt_words, {'timeout': 'SECONDS', 'background': '', 'user': '',
+            opts = _options(opt_words, {'timeout': 'SECONDS', 'background': '', 'user': '', 'root': '',
                                         'env': 'KEY=VALUE', 'trace': 'EVENTS'},
                             err, repeatable=('env',))
             run = Run(suite, argv, background='background' in opts, part=part, line=lineno,
-                      user='user' in opts)
+                      user='root' not in opts)
+            if 'root' in opts and 'user' in opts:
+                err('a run is either root or user, not both')
             for word in argv[1:]:
                 if '$' in word and not (VAR_RE.match(word) and word[1:] in RUN_VARS):
                     err(f'{word!r}: a run line may name only the driver\'s variables, each as a '

@@ -274,12 +274,26 @@ def test_each_host_reaches_only_its_own_directory_with_hostfs():
     assert '-o "$LAB_DIR"' not in init
 
 
-def test_a_user_run_drops_root():
-    h = topology.parse('host a\nrun a s user -- p\nrun a t -- q\n').hosts['a']
+def test_runs_drop_root_unless_they_say_root():
+    h = topology.parse('host a disk=64M\nrun a s user -- p\nrun a t -- q\nrun a u root -- r\n').hosts['a']
     lines = run.run_script(h).splitlines()
-    s = [l for l in lines if '/lab/a/s.log' in l][0]
-    t = [l for l in lines if '/lab/a/t.log' in l][0]
-    assert ' -u 65534 -- /opt/kevent/p' in s and ' -u ' not in t
+    line = {k: [l for l in lines if f'/lab/a/{k}.log' in l][0] for k in 'stu'}
+    assert ' -u 65534 -- /opt/kevent/p' in line['s'] and ' -u 65534 -- /opt/kevent/q' in line['t']
+    assert ' -u ' not in line['u']
+    # The disk is the unprivileged user's to write.
+    assert any('mount -t ext4 /dev/ubda /mnt/disk && chown 65534:65534 /mnt/disk' in l for l in lines)
+    with pytest.raises(topology.TopologyError, match='either root or user'):
+        topology.parse('host a\nrun a s root user -- p\n')
+
+
+def test_only_the_programs_that_need_root_have_it():
+    """Every shipped run is unprivileged but those that mount, write sysctls,
+    crash the kernel, read debugfs or switch users themselves."""
+    labs = Path(__file__).resolve().parents[1] / 'labs'
+    root = sorted({r.argv[0] for conf in labs.glob('*/lab.conf')
+                   for h in topology.load(conf).hosts.values() for r in h.runs if not r.user})
+    assert root == ['ex04_servers', 'kevent_limits_test', 'kevent_naio_test',
+                    'kevent_reliability_test', 'sysrq_crash']
 
 
 def test_exercise_answers_run_unprivileged():
