@@ -14,6 +14,8 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
@@ -331,6 +333,94 @@ TEST(periodic_timer_stops_while_undelivered)
 	ASSERT_EQ(1, kevent_wait(kq, &out, 1, SOON));
 	EXPECT_GE(out.ret_data[0], 1);
 	EXPECT_LT(out.ret_data[0], 24);
+	close(kq);
+}
+
+/*
+ * Finding 10, the third part: a send that had to wait for its socket
+ * decided whether to back off from the socket's state after the worker had
+ * dropped ns->lock, when a REMOVE could already have ended the request and
+ * put the socket it held. Test kernels widen that moment on request
+ * (naio_window_ms): the request is cancelled and the socket closed inside
+ * it (a trace shows the worker's send at -EAGAIN, then the window). This
+ * one passed before the fix too, on the debug kernel as well: TCP sockets
+ * come from a SLAB_TYPESAFE_BY_RCU cache, so the old read found a freed (or
+ * reused) struct sock, never freed memory, and KASAN had nothing to report;
+ * the harm was a back-off decided on another socket's state. The test keeps
+ * the interleaving itself under KASAN, lockdep and kmemleak.
+ */
+#define NAIO_WINDOW "/sys/module/kevent_naio/parameters/naio_window_ms"
+
+static int set_naio_window(const char *ms)
+{
+	int fd = open(NAIO_WINDOW, O_WRONLY);
+	int ok = fd >= 0 && write(fd, ms, strlen(ms)) == (ssize_t)strlen(ms);
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/* A connected loopback TCP pair; s[0] asynchronous, with little room. */
+static int small_tcp_pair(int s[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 1) ||
+	    getsockname(ls, (void *)&sa, &len))
+		return -1;
+	s[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (s[0] < 0 || setsockopt(s[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)) ||
+	    connect(s[0], (void *)&sa, sizeof(sa)))
+		return -1;
+	s[1] = accept(ls, NULL, NULL);
+	close(ls);
+	if (s[1] < 0 || setsockopt(s[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)))
+		return -1;
+	return kevent_set_async(s[0], 1);
+}
+
+TEST(naio_send_cancelled_while_its_worker_lets_go)
+{
+	static char fill[65536];
+	struct ukevent ev;
+	int kq, s[2], flags;
+	char *buf;
+	long id;
+
+	if (access(NAIO_WINDOW, W_OK))
+		SKIP(return, "no %s: a kernel without CONFIG_KEVENT_KUNIT_TEST", NAIO_WINDOW);
+	kq = kevent_init();
+	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, small_tcp_pair(s));
+	/* The peer reads nothing: fill the way until a send must wait. */
+	flags = fcntl(s[0], F_GETFL);
+	ASSERT_EQ(0, fcntl(s[0], F_SETFL, flags | O_NONBLOCK));
+	while (write(s[0], fill, sizeof(fill)) > 0)
+		;
+	ASSERT_EQ(EAGAIN, errno);
+	ASSERT_EQ(0, fcntl(s[0], F_SETFL, flags));
+	buf = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+
+	ASSERT_EQ(0, set_naio_window("400"));
+	id = kevent_aio_send(kq, s[0], buf, 1 << 20, 0);
+	ASSERT_GE(id, 0);
+	/* The worker finds no room, drops the lock and sleeps in the window. */
+	usleep(100 * 1000);
+	ev = kevent_fd(s[0], KEVENT_NAIO, KEVENT_SOCKET_SEND, 0);
+	ev.id.raw[1] = id;
+	EXPECT_EQ(1, kevent_remove(kq, &ev, 1));	/* cancels, puts its socket */
+	close(s[0]);					/* the socket's last reference */
+	close(s[1]);
+	usleep(600 * 1000);				/* the window ends */
+	EXPECT_EQ(0, set_naio_window("0"));
+	EXPECT_EQ(0, kevent_queued(kq));
+	EXPECT_EQ(0, kevent_wait(kq, &ev, 1, NEVER));
+	munmap(buf, 1 << 20);
 	close(kq);
 }
 
