@@ -288,7 +288,7 @@ def test_runs_drop_root_unless_they_say_root():
 
 def test_only_the_programs_that_need_root_have_it():
     """Every shipped run is unprivileged but those that mount, write sysctls,
-    crash the kernel, read debugfs or switch users themselves."""
+    crash the kernel, read /proc/timer_list or switch users themselves."""
     labs = Path(__file__).resolve().parents[1] / 'labs'
     root = sorted({r.argv[0] for conf in labs.glob('*/lab.conf')
                    for h in topology.load(conf).hosts.values() for r in h.runs if not r.user})
