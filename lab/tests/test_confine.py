@@ -4,9 +4,11 @@ Runs on this machine's kernel (no UML): skipped, and said so, where it has
 no Landlock. tests/test_started_lab_shells.py checks the same from inside a
 guest, through hostfs."""
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,6 @@ def test_tcp_only_to_the_ports_given(tmp_path):
         s.listen()
     ports = [s.getsockname()[1] for s in (allowed, other)]
     code = f'''
-import os
 import socket
 for port in {ports}:
     try:
@@ -93,17 +94,24 @@ def test_describe_says_what_is_confined():
 def test_own_network_has_only_its_loopback(tmp_path, as_user):
     # A user other than root gets a user namespace first (confine.own_network).
     prefix = []
+    command = confine.command
     if as_user == 'nobody':
         if os.geteuid() != 0:
             pytest.skip('only root can run a program as nobody')
         prefix = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+        # A checkout in root's home (0700) is closed to nobody: a copy.
+        public = Path(tempfile.mkdtemp())
+        public.chmod(0o755)
+        shutil.copy(confine.__file__, public / 'confine.py')
+        (public / 'confine.py').chmod(0o644)
+        command = lambda rules, argv: [PY, str(public / 'confine.py')] + rules.argv() + ['--'] + argv
     r = confine.host_rules([], [], [], None, own_network=True)
     # Its interfaces, and a connection over its loopback (which must be up).
     code = ('import socket\n'
             'print(" ".join(n for _, n in socket.if_nameindex()))\n'
             'l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen()\n'
             'socket.create_connection(l.getsockname(), timeout=5); print("connected")\n')
-    out = subprocess.run(prefix + confine.command(r, [PY, '-c', code]),
+    out = subprocess.run(prefix + command(r, [PY, '-c', code]),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split('\n')[:2] == ['lo', 'connected']
