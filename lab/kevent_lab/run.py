@@ -133,6 +133,15 @@ def confined(argv: list[str], host: Host, tmp: Path, sockets: dict[str, Path], r
     return confine.command(rules, argv)
 
 
+def start_uml(sup: Supervisor, kernel: Path, rootfs: Path, host: Host, umid: str, tmp: Path,
+              sockets: dict[str, Path], run_dir: Path | None, out, extra: tuple = ()) -> Child:
+    """Starts @host's UML process, confined, with its own environment and
+    its console on @out; UML's own directory is @tmp/uml, which must exist."""
+    argv = uml_argv(kernel, rootfs, host, umid, tmp / 'uml', sockets, run_dir) + list(extra)
+    return sup.start(host.name, confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs]),
+                     stdout=out, env=uml_env(host, tmp))
+
+
 def guest_variables(host: Host) -> dict[str, str]:
     """The driver's variables ($NAME in run lines) that a host gets."""
     if not host.uplink:
@@ -442,13 +451,10 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
         say(f'{len(sockets)} segment(s) up in {phases["switches"]:.2f} s')
 
         def start_host(hr: HostRun) -> Child:
-            out = open(hr.console, 'wb')
-            argv = uml_argv(kernel, rootfs, hr.host, f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}',
-                            tmp / 'uml', sockets, run_dir)
-            argv = confined(argv, hr.host, tmp, sockets, run_dir, [kernel, rootfs])
-            child = sup.start(hr.host.name, argv, stdout=out, env=uml_env(hr.host, tmp))
-            out.close()
-            return child
+            with open(hr.console, 'wb') as out:
+                return start_uml(sup, kernel, rootfs, hr.host,
+                                 f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}', tmp, sockets,
+                                 run_dir, out)
 
         (tmp / 'uml').mkdir()
         say(confine.describe(confine.abi()))
@@ -486,10 +492,9 @@ def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> 
         sup = Supervisor()
         try:
             with open(console, 'wb') as out:
-                argv = uml_argv(kernel, rootfs, host, 'kunit-' + tmp.name[-8:], tmp / 'uml', {}, None)
                 (tmp / 'uml').mkdir()
-                child = sup.start('kunit', confined(argv, host, tmp, {}, None, [kernel, rootfs]),
-                                  stdout=out, env=uml_env(host, tmp))
+                child = start_uml(sup, kernel, rootfs, host, 'kunit-' + tmp.name[-8:], tmp, {},
+                                  None, out)
             # Not popen.wait(): the leader stays unreaped until stop_all()
             # has killed what is left of its group (processes.Child).
             if child.wait_exit(timeout):

@@ -30,7 +30,7 @@ from pathlib import Path
 from . import guest_shell, instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
-from .run import USERSPACE_MARK, confined, guest_variables, make_disk, setup_lines, uml_argv, uml_env
+from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, start_uml
 from .topology import Host, Topology
 
 READY_MARK = 'lab: ready for console and exec'
@@ -81,10 +81,8 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
         for host in topo.hosts.values():
             console = run_dir / host.name / 'console.log'
             with open(console, 'wb') as out:
-                argv = uml_argv(kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                tmp / 'uml', sockets, run_dir) + ['con1=pts', 'con2=pts']
-                argv = confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs])
-                child = sup.start(host.name, argv, stdout=out, env=uml_env(host, tmp))
+                child = start_uml(sup, kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
+                                  tmp, sockets, run_dir, out, extra=('con1=pts', 'con2=pts'))
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
             if host.uplink:
                 hosts[host.name]['uplink'] = host.uplink
