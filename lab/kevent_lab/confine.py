@@ -179,11 +179,10 @@ def apply(rules: Rules, version: int) -> None:
 
         for path in rules.read:
             allow(path, READ)
-        for path in ('/dev', '/dev/pts'):
-            allow(Path(path), READ_DIR)
+        allow(Path('/dev'), READ_DIR)
+        allow(Path('/dev/pts'), READ_DIR | READ_FILE | WRITE_FILE)
         for path in DEVICES:
             allow(Path(path), READ_FILE | WRITE_FILE)
-        allow(Path('/dev/pts'), READ_FILE | WRITE_FILE)
         for path in rules.sockets:
             allow(path, READ | MAKE_SOCK | REMOVE_FILE)
         for path in rules.write:

@@ -52,7 +52,7 @@ def _listed(results: Path) -> list[str]:
     return [n for n in text.split('\n') if n and '/' not in n and n not in ('.', '..')]
 
 
-def _ours(path: Path, results: Path) -> bool:
+def _ours(path: Path) -> bool:
     """True for a link this module made: one into DIR/runs."""
     if not path.is_symlink():
         return False
@@ -92,7 +92,7 @@ class RunFolder:
         # the files it wrote itself into DIR.
         for name in _listed(self.results) + [LATEST]:
             path = self.results / name
-            if name == LATEST and not _ours(path, self.results):
+            if name == LATEST and not _ours(path):
                 continue
             if path.is_symlink() or path.is_file():
                 path.unlink()
@@ -106,7 +106,7 @@ class RunFolder:
                 continue
             link = self.results / name
             if link.exists() or link.is_symlink():
-                if not _ours(link, self.results):
+                if not _ours(link):
                     self.skipped.append(name)       # the user's own file
                     continue
                 link.unlink()
