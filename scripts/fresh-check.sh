@@ -23,7 +23,7 @@
 #   --shell   after the commands, or instead of them with `--`, a shell
 #   -- CMD    run CMD in the checkout inside the root instead
 #
-# Needs root (chroot, mounts). Installs mmdebstrap when missing.
+# Needs root (mounts, pivot_root). Installs mmdebstrap when missing.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$(id -u)" != 0 ]; then
-	echo "fresh-check: needs root (it makes a Debian root with mmdebstrap and chroots into it)." >&2
+	echo "fresh-check: needs root (it makes a Debian root with mmdebstrap and runs in it)." >&2
 	echo "Run: sudo make fresh-check" >&2
 	exit 2
 fi
@@ -130,15 +130,24 @@ fi
 } >"$root/fresh-check.run"
 echo "  FRESH   in the root: $(sed -n '3,$p' "$root/fresh-check.run" | paste -sd';' | sed 's/;/; /g')"
 # A new mount namespace (nothing leaks to the machine) and PID namespace
-# (when the run ends, every process it left is killed with it).
+# (when the run ends, every process it left is killed with it). The root
+# becomes the namespace's own root by pivot_root, not chroot: in a chroot
+# the kernel refuses unprivileged user namespaces (EPERM), which a fresh
+# machine allows and the lab's uplink uses.
 unshare --mount --pid --fork --propagation private -- sh -euc "
+	mount --bind '$root' '$root'
 	mount -t proc proc '$root/proc'
 	mount --bind /dev '$root/dev'
 	mount --bind /dev/pts '$root/dev/pts'
 	mount -t tmpfs -o mode=1777,size=50% shm '$root/dev/shm'
 	mount -t tmpfs -o mode=1777,size=50% tmp '$root/tmp'
 	$binds
-	exec chroot '$root' /usr/bin/env -i HOME=/root TERM=\"\${TERM:-dumb}\" LANG=C.UTF-8 \
+	cd '$root'
+	mkdir -p .old-root
+	pivot_root . .old-root
+	umount -l /.old-root
+	rmdir /.old-root
+	exec /usr/bin/env -i HOME=/root TERM=\"\${TERM:-dumb}\" LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		bash /fresh-check.run
 " && rc=0 || rc=$?
