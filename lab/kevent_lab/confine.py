@@ -21,6 +21,10 @@ Linux since 5.13): the process and everything it starts may
     abstract UNIX sockets only inside its own domain (where the host kernel
     has those parts of Landlock).
 
+A host with an uplink of the default mode gets a network namespace of its
+own; its port forwards (lab.conf `forward`) then go through a relay that
+confine.py forks inside it, confined too (forward_relay.py).
+
 `python3 confine.py RULES... -- PROGRAM ARG...` applies the rules to itself
 and then executes PROGRAM: the driver starts each host this way, so that the
 rules are in place before a single instruction of the guest's kernel runs.
@@ -95,6 +99,7 @@ class Rules:
     read: list[Path] = field(default_factory=list)      # read and execute
     tcp_connect: list[int] | None = field(default_factory=list)  # None: TCP not limited
     own_network: bool = False   # a network namespace with only its own loopback
+    relay: list[tuple[int, int]] = field(default_factory=list)  # (listening fd, port inside)
 
     def argv(self) -> list[str]:
         out = []
@@ -106,6 +111,8 @@ class Rules:
             out.append('--any-tcp')
         if self.own_network:
             out.append('--own-network')
+        for fd, port in self.relay:
+            out += ['--forward', f'{fd}:{port}']
         return out
 
 
@@ -200,8 +207,8 @@ def apply(rules: Rules, version: int) -> None:
 def own_network() -> None:
     """Moves this process into a new network namespace, with its loopback up
     (libslirp connects to it). A user other than root needs a user namespace
-    for that, made first, as the same user; root does not (and in a chroot,
-    as in scripts/fresh-check.sh, may not make one)."""
+    for that, made first, as the same user; root does not (and in a chroot
+    may not make one: the kernel refuses user namespaces there)."""
     uid, gid = os.getuid(), os.getgid()
     libc = ctypes.CDLL(None, use_errno=True)
     flags = CLONE_NEWNET if os.geteuid() == 0 else CLONE_NEWUSER | CLONE_NEWNET
@@ -243,6 +250,9 @@ def main(argv: list[str]) -> int:
     p.add_argument('--any-tcp', action='store_true', help='leave TCP unlimited')
     p.add_argument('--own-network', action='store_true',
                    help='a network namespace of its own, with only its loopback')
+    p.add_argument('--forward', action='append', default=[], metavar='FD:PORT',
+                   help='relay connections accepted on listening socket FD (made outside) to '
+                        '127.0.0.1:PORT inside the network of its own (forward_relay.py)')
     p.add_argument('program', nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     program = args.program[1:] if args.program[:1] == ['--'] else args.program
@@ -255,10 +265,21 @@ def main(argv: list[str]) -> int:
             print(f'confine.py: cannot give this host a network of its own ({e}): an uplink '
                   'needs an unprivileged user and network namespace (docs/lab.md)', file=sys.stderr)
             return 126
+    if args.forward:
+        import forward_relay    # now: once confined, this directory is out of reach
     version = abi()
     if version > 0:
         apply(Rules(args.write, args.sockets, args.read,
                     None if args.any_tcp else args.tcp_connect), version)
+    if args.forward:
+        # Forked after the rules are in place: the relay is as confined as the host.
+        listeners = []
+        for item in args.forward:
+            fd, _, port = item.partition(':')
+            listeners.append((socket.socket(fileno=int(fd)), int(port)))
+        forward_relay.start(listeners)
+        for listener, _ in listeners:
+            listener.close()
     try:
         os.execvp(program[0], program)
     except OSError as e:

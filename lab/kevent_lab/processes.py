@@ -132,12 +132,13 @@ class Supervisor:
         self._tell(f'+{pgid}')
 
     def start(self, name: str, argv: list[str], *, stdout=None, stdin=subprocess.DEVNULL,
-              cwd: Path | None = None, env: dict | None = None) -> Child:
+              cwd: Path | None = None, env: dict | None = None, pass_fds: tuple = ()) -> Child:
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
         try:
             popen = subprocess.Popen(argv, stdin=stdin, stdout=stdout,
                                      stderr=subprocess.STDOUT if stdout else None,
-                                     cwd=cwd, env=env, start_new_session=True)
+                                     cwd=cwd, env=env, start_new_session=True,
+                                     pass_fds=pass_fds)
             child = Child(name, popen, on_reaped=lambda pid: self._tell(f'-{pid}'))
             self.children.append(child)
             self._watch(popen.pid)

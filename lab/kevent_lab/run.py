@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine, guest_text, instances, ktap, trace, uml_paths, uplink
+from . import confine, guest_text, instances, ktap, port_forward, trace, uml_paths, uplink
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -48,7 +48,8 @@ GUEST_USER = 65534
 
 
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
-             sockets: dict[str, Path], run_dir: Path | None) -> list[str]:
+             sockets: dict[str, Path], run_dir: Path | None,
+             uplink_file: Path | None = None) -> list[str]:
     # A host with cpu=N runs under taskset: UML's processes (the kernel and
     # the ptrace'd userspace it switches to on every system call) inherit the
     # affinity, and a system call on one CPU costs about a quarter as much.
@@ -62,7 +63,7 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     for link in host.links:
         argv.append(f'{link.iface}=vde,{sockets[link.segment]}')
     if host.uplink:
-        argv.append(uplink.uml_arg(host.uplink, host.uplink_mode))
+        argv.append(uplink.uml_arg(host.uplink, host.uplink_mode, uplink_file))
     argv.append(f'LAB_HOST={host.name}')
     if run_dir is not None:
         # hostfs reaches only below this host's own directory: a guest's
@@ -116,7 +117,7 @@ def home_dir(tmp: Path, host: Host) -> Path:
 
 
 def confined(argv: list[str], host: Host, tmp: Path, sockets: dict[str, Path], run_dir: Path | None,
-             files: list[Path]) -> list[str]:
+             files: list[Path], relay: list[tuple[int, int]] = ()) -> list[str]:
     """@argv run under confine.py: the host's UML process may write only its
     own directories. A host without an uplink may use no TCP port of this
     machine; one with an uplink of the default mode lives in a network
@@ -130,16 +131,34 @@ def confined(argv: list[str], host: Host, tmp: Path, sockets: dict[str, Path], r
     rules = confine.host_rules(own, [sockets[link.segment] for link in host.links], files,
                                None if host.uplink else [],
                                own_network=bool(host.uplink) and host.uplink_mode == 'lab')
+    rules.relay = list(relay)
     return confine.command(rules, argv)
 
 
 def start_uml(sup: Supervisor, kernel: Path, rootfs: Path, host: Host, umid: str, tmp: Path,
-              sockets: dict[str, Path], run_dir: Path | None, out, extra: tuple = ()) -> Child:
+              sockets: dict[str, Path], run_dir: Path | None, out, extra: tuple = (),
+              forwards: list[str] | None = None) -> Child:
     """Starts @host's UML process, confined, with its own environment and
-    its console on @out; UML's own directory is @tmp/uml, which must exist."""
-    argv = uml_argv(kernel, rootfs, host, umid, tmp / 'uml', sockets, run_dir) + list(extra)
-    return sup.start(host.name, confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs]),
-                     stdout=out, env=uml_env(host, tmp))
+    its console on @out; UML's own directory is @tmp/uml, which must exist.
+    Each of its port forwards, with the port it got, is added to @forwards."""
+    env = uml_env(host, tmp)
+    opened = port_forward.open_all(host)
+    try:
+        locator_file = None
+        if opened:
+            locator_file = port_forward.write_locator(
+                home_dir(tmp, host) / 'uplink.vde',
+                uplink.locator(host.uplink_mode, (port_forward.tcpfwd(opened),)))
+        argv = uml_argv(kernel, rootfs, host, umid, tmp / 'uml', sockets, run_dir,
+                        locator_file) + list(extra)
+        relay = port_forward.relay(opened)
+        child = sup.start(host.name, confined(argv, host, tmp, sockets, run_dir, [kernel, rootfs], relay),
+                          stdout=out, env=env, pass_fds=tuple(fd for fd, _ in relay))
+    finally:
+        port_forward.close_all(opened)
+    if forwards is not None:
+        forwards += [o.describe(host.name) for o in opened]
+    return child
 
 
 def guest_variables(host: Host) -> dict[str, str]:
@@ -451,10 +470,14 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
         say(f'{len(sockets)} segment(s) up in {phases["switches"]:.2f} s')
 
         def start_host(hr: HostRun) -> Child:
+            forwards: list[str] = []
             with open(hr.console, 'wb') as out:
-                return start_uml(sup, kernel, rootfs, hr.host,
-                                 f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}', tmp, sockets,
-                                 run_dir, out)
+                child = start_uml(sup, kernel, rootfs, hr.host,
+                                  f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}', tmp, sockets,
+                                  run_dir, out, forwards=forwards)
+            for line in forwards:
+                say(f'{hr.host.name}: forward {line}')
+            return child
 
         (tmp / 'uml').mkdir()
         say(confine.describe(confine.abi()))

@@ -80,13 +80,17 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
         hosts = {}
         for host in topo.hosts.values():
             console = run_dir / host.name / 'console.log'
+            forwards: list[str] = []
             with open(console, 'wb') as out:
                 child = start_uml(sup, kernel, rootfs, host, f'{topo.name}-{host.name}-{tmp.name[-8:]}',
-                                  tmp, sockets, run_dir, out, extra=('con1=pts', 'con2=pts'))
+                                  tmp, sockets, run_dir, out, extra=('con1=pts', 'con2=pts'),
+                                  forwards=forwards)
             hosts[host.name] = {'pid': child.pid, 'console': str(console)}
             if host.uplink:
                 hosts[host.name]['uplink'] = host.uplink
                 hosts[host.name]['uplink_reaches'] = uplink.describe(host.uplink_mode)
+            if forwards:
+                hosts[host.name]['forwards'] = forwards
         state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
                  'switches': switches, 'hosts': hosts}
         # What stop and crash check before they signal a pid of this file.
@@ -194,6 +198,9 @@ def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print,
                 say(f'lab {lab} is up (instance {inst.id}, {inst.path}): {", ".join(ready)}; '
                     f'labctl console{hint} --lab {lab} HOST, labctl exec{hint} --lab {lab} HOST -- CMD, '
                     f'labctl stop {lab}{hint}')
+                for host, h in state['hosts'].items():
+                    for line in h.get('forwards', []):
+                        say(f'{host}: forward {line} (this machine\'s port into the guest)')
                 if others:
                     say(f'lab {lab} has other instances running: --id {", ".join(others)}')
                 return 0
@@ -223,6 +230,8 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
                 f'console {"/dev/pts/%d" % pts if pts is not None else "-"}'
                 + (f', uplink {h["uplink"]} (slirp) reaching {h.get("uplink_reaches", "?")}'
                    if h.get('uplink') else ''))
+            for line in h.get('forwards', []):
+                say(f'    forward {line}')
     return 0
 
 

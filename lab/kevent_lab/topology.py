@@ -88,6 +88,20 @@ def size_bytes(size: str) -> int:
 
 
 @dataclass
+class PortForward:
+    """`forward [ADDR:]PORT HOST:GUEST_PORT`: this machine's ADDR:PORT (on
+    loopback; PORT 0 is a free port chosen at start) leads to GUEST_PORT of
+    HOST, through its uplink (port_forward.py)."""
+    addr: str
+    port: int
+    guest_port: int
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f'{self.addr}:{self.port or "(any free port)"} -> guest port {self.guest_port}'
+
+
+@dataclass
 class Host:
     name: str
     mem: str = '128M'
@@ -97,6 +111,7 @@ class Host:
     forward: bool = False   # routes IPv4 between its interfaces
     uplink: str = ''        # the interface on a slirp uplink, or ''
     uplink_mode: str = 'lab'  # what the uplink reaches: uplink.py
+    port_forwards: list[PortForward] = field(default_factory=list)  # through the uplink
     links: list[Link] = field(default_factory=list)
     routes: list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
@@ -165,6 +180,30 @@ def _seconds(value: str, err) -> int:
     if n is None or not 0 < n <= 3600:
         err(f'timeout must be 1..3600 seconds, not {value!r}')
     return n
+
+
+FORWARD_USAGE = ('forward needs: [ADDR:]PORT HOST:PORT (this machine\'s loopback ADDR, 127.0.0.1 '
+                 'if not given, port PORT, 0 for any free one, to a port of HOST, through its uplink)')
+
+
+def parse_forward(machine: str, guest: str, err) -> PortForward:
+    """The two ends of a forward line: [ADDR:]PORT and HOST:PORT."""
+    addr, _, port = machine.rpartition(':')
+    addr = addr or '127.0.0.1'
+    try:
+        ip = ipaddress.IPv4Address(addr)
+    except ValueError:
+        err(f'bad address {addr!r} in {machine!r} (an IPv4 address of this machine\'s loopback)')
+    if not ip.is_loopback:
+        # Only this machine's own tools reach a guest: nothing from a network.
+        err(f'{addr} is not a loopback address: a forward listens on 127.0.0.0/8 only')
+    mport = number(port)
+    if mport is None or mport > 65535:
+        err(f'bad port {port!r} in {machine!r} (0..65535, 0 for any free port)')
+    gport = number(guest.rsplit(':', 1)[1])
+    if gport is None or not 0 < gport <= 65535:
+        err(f'bad port {guest.rsplit(":", 1)[1]!r} in {guest!r} (1..65535)')
+    return PortForward(str(ip), mport, gport)
 
 
 def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
@@ -267,6 +306,26 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].uplink = iface
             hosts[hname].uplink_mode = 'outside' if len(args) == 3 else 'lab'
 
+        elif keyword == 'forward':
+            # A port of this machine's loopback into a guest, through its
+            # uplink (libslirp's tcpfwd): tools on this machine reach it.
+            if len(args) != 2 or ':' not in args[1]:
+                err(FORWARD_USAGE)
+            fwd = parse_forward(args[0], args[1], err)
+            hname = args[1].rsplit(':', 1)[0]
+            if hname not in hosts:
+                err(f'forward names host {hname!r}, which is not declared above')
+            if not hosts[hname].uplink:
+                err(f'forward leads into host {hname!r} through its uplink, and it has none '
+                    f'(declare it first: uplink {hname} IFACE)')
+            if fwd.port:
+                for other in hosts.values():
+                    for f in other.port_forwards:
+                        if (f.addr, f.port) == (fwd.addr, fwd.port):
+                            err(f'{fwd.addr}:{fwd.port} is forwarded already on line {f.line}')
+            fwd.line = lineno
+            hosts[hname].port_forwards.append(fwd)
+
         elif keyword == 'route':
             if len(args) != 3:
                 err('route needs: HOST NETWORK/PREFIX GATEWAY')
@@ -339,7 +398,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].runs.append(run)
 
         else:
-            err(f'unknown keyword {keyword!r} (expected host, link, uplink, route or run)')
+            err(f'unknown keyword {keyword!r} (expected host, link, uplink, forward, route or run)')
 
     if not hosts:
         raise TopologyError(path, 0, 'no hosts declared')

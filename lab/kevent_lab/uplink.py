@@ -23,12 +23,16 @@ lies beyond depends on the mode:
                      (route HOST 0.0.0.0/0 10.0.2.2): for a lab on a machine
                      with a network, reaching a mirror or a package archive.
                      This machine's own loopback stays out of reach.
+
+Port forwards (lab.conf `forward`) lead the other way, from this machine's
+loopback into the guest: port_forward.py.
 """
 
 from __future__ import annotations
 
 import glob
 import shutil
+from pathlib import Path
 
 ECHO_ADDR = '10.0.2.7'
 ECHO_PORT = 7
@@ -46,15 +50,18 @@ def check_installed() -> None:
                                 'make deps); a host of this lab has an uplink')
 
 
-def locator(mode: str) -> str:
-    """The vdeplug4 locator of an uplink: no commas, which UML's option parser splits at."""
+def locator(mode: str, options: tuple[str, ...] = ()) -> str:
+    """The vdeplug4 locator of an uplink, with libslirp @options (tcpfwd=)."""
     if mode not in MODES:
         raise ValueError(f'uplink mode {mode!r} is not one of {", ".join(MODES)}')
-    return f'slirp:///v4/disable_host_loopback/cmdfwd={ECHO_ADDR}:{ECHO_PORT}:cat'
+    return '/'.join([f'slirp:///v4/disable_host_loopback/cmdfwd={ECHO_ADDR}:{ECHO_PORT}:cat',
+                     *options])
 
 
-def uml_arg(iface: str, mode: str) -> str:
-    return f'{iface}=vde,{locator(mode)}'
+def uml_arg(iface: str, mode: str, locator_file: Path | None = None) -> str:
+    """UML's option for the uplink: the locator itself, which must have no
+    commas (UML's option parser splits at them), or a file holding it."""
+    return f'{iface}=vde,{locator_file or locator(mode)}'
 
 
 def describe(mode: str) -> str:

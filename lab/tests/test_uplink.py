@@ -38,9 +38,11 @@ def slirps_in(sessions: set[int]) -> list[int]:
     out = []
     for pid in in_sessions(sessions):
         try:
-            # UML's own processes carry its command line, slirp:// included.
+            # UML's own processes carry its command line: slirp:// included,
+            # or the file that holds it (a host with port forwards).
             with open(f'/proc/{pid}/comm') as comm, open(f'/proc/{pid}/cmdline', 'rb') as cmd:
-                if comm.read().strip() == 'vde_plug' and b'slirp://' in cmd.read():
+                line = cmd.read()
+                if comm.read().strip() == 'vde_plug' and (b'slirp://' in line or b'uplink.vde' in line):
                     out.append(pid)
         except OSError:
             pass
@@ -84,8 +86,10 @@ def test_run_uplink_lab(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'a: uplink eth1 reaches the echo service 10.0.2.7:7 only' in proc.stdout
+    # a has port forwards: its locator, with their commas, is in a file.
     console = (tmp_path / 'a.console.log').read_text(errors='replace')
-    assert 'eth1=vde,slirp:///' in console
+    assert 'eth1=vde,/' in console and 'uplink.vde' in console
+    assert 'a: forward 127.0.0.1:' in proc.stdout and ' -> a:8080' in proc.stdout
 
 
 class Listeners:
@@ -202,3 +206,74 @@ def test_killed_supervisor_leaves_no_slirp():
     time.sleep(0.5)
     assert in_sessions(sessions) == []
     assert labctl('status', 'uplink').returncode != 0
+
+
+def forwarded_ports(state: dict, host: str) -> dict[int, int]:
+    """{guest port: this machine's port} of @host's forwards, from state.json."""
+    out = {}
+    for line in state['hosts'][host].get('forwards', []):
+        machine, _, guest = line.partition(' -> ')
+        out[int(guest.rsplit(':', 1)[1])] = int(machine.rsplit(':', 1)[1])
+    return out
+
+
+def echo_through(port: int, data: bytes) -> bytes:
+    """What comes back from this machine's 127.0.0.1:@port for @data."""
+    with socket.create_connection(('127.0.0.1', port), timeout=10) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        got = bytearray()
+        while chunk := s.recv(1 << 16):
+            got += chunk
+    return bytes(got)
+
+
+def test_forwarded_ports_reach_guest_servers_from_this_machine():
+    # a's uplink is of the default mode (a network of its own: the driver's
+    # relay), c's `outside` (libslirp listens here itself); each forwards
+    # its port 8080, which an echo server in the guest answers.
+    d, state, sessions = start_uplink()
+    try:
+        st = labctl('status', 'uplink')
+        a, c = forwarded_ports(state, 'a'), forwarded_ports(state, 'c')
+        assert set(a) == {8080, 8081} and set(c) == {8080}, state
+        assert f'forward 127.0.0.1:{a[8080]} -> a:8080' in st.stdout, st.stdout
+        for host in ('a', 'c'):
+            ex = lab_exec(host, '(/opt/kevent/tcp_echo server 8080 1 >/tmp/echo.log 2>&1 &); sleep 0.5')
+            assert ex.returncode == 0, ex
+        data = os.urandom(1 << 20)
+        assert echo_through(a[8080], data) == data
+        assert echo_through(c[8080], data) == data
+        for host in ('a', 'c'):
+            ex = lab_exec(host, 'cat /tmp/echo.log')
+            assert 'ok 3 all_clients_served' in ex.stdout, ex.stdout
+        # Nothing listens on a's 8081: the connection ends with no data.
+        try:
+            assert echo_through(a[8081], b'x') == b''
+        except ConnectionResetError:
+            pass
+        # The machine's side listens on loopback only.
+        for port in (a[8080], c[8080]):
+            assert f'127.0.0.1:{port}' in forwards_listening()
+        stopped = labctl('stop', 'uplink')
+        assert stopped.returncode == 0, stopped
+    finally:
+        labctl('crash', 'uplink', '--id', d.name)
+    time.sleep(0.5)
+    # The relay and libslirp went with their hosts; the ports are free again.
+    assert in_sessions(sessions) == []
+    listening = forwards_listening()
+    assert all(f'127.0.0.1:{p}' not in listening for p in (*a.values(), *c.values()))
+
+
+def forwards_listening() -> set[str]:
+    """ADDR:PORT of this machine's listening IPv4 TCP sockets (/proc/net/tcp)."""
+    out = set()
+    with open('/proc/net/tcp') as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == '0A':
+                hexaddr, hexport = fields[1].split(':')
+                addr = socket.inet_ntoa(int(hexaddr, 16).to_bytes(4, 'little'))
+                out.add(f'{addr}:{int(hexport, 16)}')
+    return out
