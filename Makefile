@@ -1,13 +1,15 @@
 # kevent-lab: kevent forward-ported to Linux 6.1, built as a User-Mode Linux
 # kernel, and a lab of UML hosts that tests it. See README.md.
 #
-#   make lab-run [LAB=default] [PROFILE=debug]   build what is missing, run a lab
+#   make lab-run [LAB=default] [PROFILE=debug] [CAPTURE=SEG,...|all]
+#                                build what is missing, run a lab (and capture segments)
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
 #   make fresh-check             (root) lab-run and test in a clean Debian 12 root
 #   make bench                   the benchmarks: build/bench/, docs/performance.md
 #   make lab-trace [LAB=trace] [HOST=a RUN=SUITE/PART] [EVENTS=kevent,...]
-#                                one run with tracepoints on; the trace, told as a story
+#                                one run with tracepoints on; the trace, told as a story,
+#                                and the packets of the lab's segments (CAPTURE=SEG,...)
 #   make lab-start|lab-status|lab-stop|lab-crash [LAB=...] [ID=...]   a lab left running
 #   make exercise EX=NN [ANSWER=file]   check an answer to docs/exercises/NN-*.md
 #
@@ -133,14 +135,15 @@ LAB_RESULTS ?= $(RESULTS)
 
 lab-run: $(KERNEL) $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl run --lab $(LAB) --kernel $(KERNEL) \
-		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS) $(if $(EXPECT),--expect)
+		--rootfs $(B)/rootfs.cpio --results $(LAB_RESULTS) $(if $(EXPECT),--expect) \
+		$(if $(CAPTURE),--capture $(CAPTURE))
 
 # A run with tracepoints on (docs/internals.md): by default lab trace, one
 # TCP message through kevent_echo; the trace lands in build/results/trace.
 lab-trace: $(KERNEL) $(B)/rootfs.cpio
 	@$(PYTHON) lab/labctl trace --lab $(if $(filter command line,$(origin LAB)),$(LAB),trace) \
 		--kernel $(KERNEL) --rootfs $(B)/rootfs.cpio --results $(RESULTS)/trace \
-		$(HOST) $(RUN) $(if $(EVENTS),--events $(EVENTS))
+		$(HOST) $(RUN) $(if $(EVENTS),--events $(EVENTS)) --capture $(or $(CAPTURE),all)
 
 # One boot with no lab: the built-in KUnit suites run, and the kernel's own
 # kunit.py parses the console.

@@ -161,15 +161,22 @@ class Supervisor:
             self.watchdog = None
 
 
-def start_switch(sup: Supervisor, name: str, sockdir: Path, log: Path) -> Child:
-    """A vde_switch for one segment, with its control socket in @sockdir.
+def start_switch(sup: Supervisor, name: str, sockdir: Path, log: Path,
+                 rcfile: Path | None = None, mgmt: Path | None = None) -> Child:
+    """A vde_switch for one segment, with its control socket in @sockdir,
+    running the commands of @rcfile first (a capture: capture.py) and
+    taking more on a management socket @mgmt, if given.
 
     vde_switch exits when its stdin reaches EOF, so it gets a pipe that only
     this process holds: if the driver dies, the switch goes with it.
     """
     out = open(log, 'wb')
-    child = sup.start(name, ['vde_switch', '--sock', str(sockdir)],
-                      stdout=out, stdin=subprocess.PIPE)
+    argv = ['vde_switch', '--sock', str(sockdir)]
+    if rcfile is not None:
+        argv += ['--rcfile', str(rcfile)]
+    if mgmt is not None:
+        argv += ['--mgmt', str(mgmt), '--mgmtmode', '0600']
+    child = sup.start(name, argv, stdout=out, stdin=subprocess.PIPE)
     out.close()
     deadline = time.monotonic() + 10
     while not (sockdir / 'ctl').exists():

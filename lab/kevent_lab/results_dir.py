@@ -40,6 +40,7 @@ def names(topo: Topology) -> list[str]:
         out += [f'{host.name}.console.log', f'{host.name}.ktap']
         for run in host.runs:
             out += [f'{host.name}.{run.key}.log', f'{host.name}.{run.key}.trace']
+    out += [f'{seg}.pcap' for seg in topo.segments]
     return out
 
 

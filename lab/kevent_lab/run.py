@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine, guest_text, instances, ktap, port_forward, trace, uml_paths, uplink
+from . import capture, confine, guest_text, instances, ktap, port_forward, trace, uml_paths, uplink
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -416,7 +416,8 @@ def check_memory(topo: Topology, rootfs_bytes: int) -> None:
 
 
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
-            say=print, decode_hint: str = '', labdir: Path | None = None) -> list[HostResult]:
+            say=print, decode_hint: str = '', labdir: Path | None = None,
+            captures: list[str] = ()) -> list[HostResult]:
     for what, path in (('kernel', kernel), ('rootfs', rootfs)):
         if not path.exists():
             raise FileNotFoundError(f'no {what} at {path}: run make first')
@@ -431,6 +432,9 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     uplinks = [h for h in topo.hosts.values() if h.uplink]
     if uplinks:
         uplink.check_installed()
+    captures = topo.segments if list(captures) == ['all'] else list(captures)
+    capture.check_segments(captures, topo.segments, topo.name)
+    plugin = capture.plugin(work) if captures else None
 
     # A run directory of its own: other runs of this lab may be going on.
     inst = instances.claim(work, topo.name)
@@ -447,13 +451,14 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
                 guest_variables(host)))
             if host.disk:
                 make_disk(run_dir / host.name / 'disk.img', host.disk)
-        return _boot_collect(topo, kernel, rootfs, results, run_dir, say, decode_hint)
+        return _boot_collect(topo, kernel, rootfs, results, run_dir, say, decode_hint,
+                             {seg: plugin for seg in captures})
     finally:
         inst.release()
 
 
 def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
-                  say, decode_hint: str) -> list[HostResult]:
+                  say, decode_hint: str, captures: dict[str, Path]) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     sup = Supervisor()
@@ -465,7 +470,17 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
         sockets = {}
         for seg in topo.segments:
             sockets[seg] = tmp / seg
-            start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log')
+            rc = None
+            if seg in captures:
+                # The switch writes the segment's frames from its start.
+                rc = tmp / f'{seg}.rc'
+                rc.write_text(capture.rc_lines(captures[seg], results / f'{seg}.pcap'))
+            start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log', rc)
+            if rc is not None:
+                if not capture.wait_for(results / f'{seg}.pcap'):
+                    raise RuntimeError(f'the switch of segment {seg} did not start its capture: '
+                                       + (tmp / f'{seg}.log').read_text(errors='replace')[-500:])
+                say(f'capturing segment {seg} into {results / f"{seg}.pcap"}')
         phases['switches'] = time.monotonic() - t0
         say(f'{len(sockets)} segment(s) up in {phases["switches"]:.2f} s')
 

@@ -27,7 +27,7 @@ import time
 import tty
 from pathlib import Path
 
-from . import guest_shell, instances, uml_paths, uplink
+from . import capture, guest_shell, instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
 from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, start_uml
@@ -75,7 +75,9 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
         signal.signal(s, _stop)
     try:
         sockets = {seg: tmp / seg for seg in topo.segments}
-        switches = [start_switch(sup, f'switch {seg}', path, tmp / f'{seg}.log').pid
+        # Each switch takes commands on a management socket: labctl capture.
+        mgmt = {seg: tmp / f'{seg}.mgmt' for seg in topo.segments}
+        switches = [start_switch(sup, f'switch {seg}', path, tmp / f'{seg}.log', mgmt=mgmt[seg]).pid
                     for seg, path in sockets.items()]
         hosts = {}
         for host in topo.hosts.values():
@@ -92,7 +94,8 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             if forwards:
                 hosts[host.name]['forwards'] = forwards
         state = {'lab': topo.name, 'id': inst.id, 'pid': os.getpid(), 'started': time.time(),
-                 'switches': switches, 'hosts': hosts}
+                 'switches': switches, 'hosts': hosts,
+                 'segments': {seg: {'mgmt': str(path)} for seg, path in mgmt.items()}}
         # What stop and crash check before they signal a pid of this file.
         state['starts'] = instances.starts_of(instances.state_pids(state))
         tmp_state = state_path.with_suffix('.tmp')
@@ -232,6 +235,45 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
                    if h.get('uplink') else ''))
             for line in h.get('forwards', []):
                 say(f'    forward {line}')
+    return 0
+
+
+def capture_segment(lab: str, work: Path, segment: str, out: Path, plugin: Path,
+                    seconds: float | None = None, say=print, ident: str | None = None) -> int:
+    """Writes a started lab's segment's frames to @out until Ctrl-C, the end
+    of @seconds or of the lab; the switch writes them (capture.py)."""
+    inst, state = find_instance(work, lab, ident)
+    segments = state.get('segments', {})
+    if segment not in segments:
+        raise SystemExit(f'labctl capture: lab {lab} has no segment {segment!r} '
+                         f'(segments: {", ".join(segments) or "none"})')
+    mgmt = Path(segments[segment]['mgmt'])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        capture.start_live(mgmt, plugin, out.resolve())
+    except capture.CaptureError as e:
+        raise SystemExit(f'labctl capture: {e}')
+    say(f'capturing segment {segment} of lab {lab} into {out}'
+        + (f' for {seconds:g} s' if seconds else ' until Ctrl-C'))
+    deadline = time.monotonic() + seconds if seconds else None
+    ended = 'stopped'
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            if not alive(state['pid']):
+                ended = 'the lab stopped'
+                break
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        ended = 'interrupted'
+    try:
+        capture.stop_live(mgmt)
+    except capture.CaptureError:
+        pass                    # the switch is gone with its lab: its file is complete
+    try:
+        count = len(capture.frames(out.read_bytes()))
+    except (OSError, ValueError):
+        count = 0
+    say(f'capture {ended}: {count} frame(s) in {out} (tcpdump -r {out})')
     return 0
 
 
