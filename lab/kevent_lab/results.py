@@ -146,3 +146,34 @@ def write_all(results: Path, lab: str, hosts: list[HostResult], duration_s: floa
     for h in hosts:
         (results / f'{h.name}.ktap').write_text(host_ktap(h))
     return data
+
+
+def load(path: Path) -> tuple[str, list[HostResult], float]:
+    """A run's summary.json back as (lab, hosts, duration): what labctl merge
+    joins. A skipped test's reason is not in the summary and comes back empty."""
+    data = json.loads(path.read_text())
+    hosts = {}
+    for name, h in data['hosts'].items():
+        hosts[name] = HostResult(name, h.get('console', ''), h.get('userspace_s'), h.get('ended_s'),
+                                 problems=list(h.get('problems', [])))
+    for t in data['tests']:
+        h = hosts.get(t['host'])
+        if h is None:
+            raise ValueError(f'{path}: test of host {t["host"]!r}, which the summary does not list')
+        message = data['hosts'][t['host']].get('failures', {}).get(f'{t["suite"]}.{t["name"]}', '')
+        h.tests.append(TestRecord(t['host'], t['suite'], t['name'], t['status'], t.get('duration_s'),
+                                  message))
+    return data['lab'], list(hosts.values()), float(data.get('duration_s', 0))
+
+
+def merge(parts: list[tuple[str, list[HostResult], float]], lab: str) -> tuple[list[HostResult], float]:
+    """The hosts of several runs of one lab's parts, each host from one run."""
+    hosts: dict[str, HostResult] = {}
+    for part_lab, part_hosts, _ in parts:
+        if part_lab != lab:
+            raise ValueError(f'a run of lab {part_lab} is not a part of lab {lab}')
+        for h in part_hosts:
+            if h.name in hosts:
+                raise ValueError(f'host {h.name} ran in two of the parts')
+            hosts[h.name] = h
+    return list(hosts.values()), max((d for _, _, d in parts), default=0.0)

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import capture, confine, guest_text, instances, ktap, port_forward, trace, uml_paths, uplink
+from . import (capture, confine, guest_text, instances, ktap, port_forward, span, trace, uml_paths,
+               uplink)
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -174,6 +175,8 @@ def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str
     for name, value in (variables or {}).items():
         lines.append(f'export {name}={shlex.quote(value)}')
     for link in host.links:
+        if link.mtu:
+            lines.append(f'ip link set {link.iface} mtu {link.mtu}')
         lines.append(f'ip link set {link.iface} up')
         lines.append(f'ip addr add {link.address.with_prefixlen} dev {link.iface}')
     if host.uplink:
@@ -417,7 +420,9 @@ def check_memory(topo: Topology, rootfs_bytes: int) -> None:
 
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
             say=print, decode_hint: str = '', labdir: Path | None = None,
-            captures: list[str] = ()) -> list[HostResult]:
+            captures: list[str] = (), carry: dict[str, str] | None = None) -> list[HostResult]:
+    """Runs @topo's hosts (span.only() may have cut it to this machine's
+    share; @carry then carries segments to the other machines)."""
     for what, path in (('kernel', kernel), ('rootfs', rootfs)):
         if not path.exists():
             raise FileNotFoundError(f'no {what} at {path}: run make first')
@@ -451,14 +456,17 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
                 guest_variables(host)))
             if host.disk:
                 make_disk(run_dir / host.name / 'disk.img', host.disk)
+        for seg, locator in (carry or {}).items():
+            say(f'segment {seg} is carried to the other machines by {locator}')
         return _boot_collect(topo, kernel, rootfs, results, run_dir, say, decode_hint,
-                             {seg: plugin for seg in captures})
+                             {seg: plugin for seg in captures}, carry or {})
     finally:
         inst.release()
 
 
 def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run_dir: Path,
-                  say, decode_hint: str, captures: dict[str, Path]) -> list[HostResult]:
+                  say, decode_hint: str, captures: dict[str, Path],
+                  carry: dict[str, str]) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     sup = Supervisor()
@@ -475,7 +483,11 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
                 # The switch writes the segment's frames from its start.
                 rc = tmp / f'{seg}.rc'
                 rc.write_text(capture.rc_lines(captures[seg], results / f'{seg}.pcap'))
-            start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log', rc)
+            if seg not in carry or rc is not None:
+                start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log', rc)
+            if seg in carry:
+                span.start_carried(sup, seg, sockets[seg], carry[seg], tmp / f'{seg}.log',
+                                   switch_running=rc is not None)
             if rc is not None:
                 if not capture.wait_for(results / f'{seg}.pcap'):
                     raise RuntimeError(f'the switch of segment {seg} did not start its capture: '

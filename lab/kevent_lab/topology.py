@@ -57,6 +57,7 @@ class Link:
     iface: str
     segment: str
     address: ipaddress.IPv4Interface
+    mtu: int | None = None  # the interface's MTU, if not Ethernet's 1500
 
 
 @dataclass
@@ -260,9 +261,14 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname] = host
 
         elif keyword == 'link':
-            if len(args) != 4:
-                err('link needs: HOST IFACE SEGMENT ADDRESS/PREFIX')
-            hname, iface, segment, addr = args
+            if len(args) not in (4, 5):
+                err('link needs: HOST IFACE SEGMENT ADDRESS/PREFIX [mtu=BYTES]')
+            hname, iface, segment, addr = args[:4]
+            mtu = None
+            if len(args) == 5:
+                mtu = number(args[4][4:]) if args[4].startswith('mtu=') else None
+                if mtu is None or not 576 <= mtu <= 65535:
+                    err(f'{args[4]!r}: the last word of a link is mtu=BYTES, 576..65535')
             if hname not in hosts:
                 err(f'link names host {hname!r}, which is not declared above')
             if not IFACE_RE.match(iface):
@@ -282,7 +288,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             if hosts[hname].uplink and address.network.overlaps(SLIRP_NET):
                 err(f'{address} overlaps {SLIRP_NET}, the network of host {hname!r}\'s uplink')
             addresses[str(address.ip)] = lineno
-            hosts[hname].links.append(Link(iface, segment, address))
+            hosts[hname].links.append(Link(iface, segment, address, mtu))
 
         elif keyword == 'uplink':
             # Opt-in: libslirp gives this host the echo service, and with

@@ -122,6 +122,17 @@ def test_uplink_errors(text, line, words):
     assert str(e.value).startswith(f'labs/x/lab.conf:{line}: ')
 
 
+def test_link_mtu():
+    topo = topology.parse('host a\nlink a eth0 n 10.42.0.1/24 mtu=1458\nlink a eth1 m 10.42.1.1/24\n')
+    assert [l.mtu for l in topo.hosts['a'].links] == [1458, None]
+    from kevent_lab import run
+    assert 'ip link set eth0 mtu 1458' in run.setup_lines(topo.hosts['a'])
+    assert not any('eth1 mtu' in l for l in run.setup_lines(topo.hosts['a']))
+    for bad in ('mtu=100', 'mtu=', 'mtu=1e3', 'mtux=1500', '1500'):
+        with pytest.raises(topology.TopologyError, match='mtu=BYTES, 576..65535'):
+            topology.parse(f'host a\nlink a eth0 n 10.42.0.1/24 {bad}\n')
+
+
 def test_forward():
     topo = topology.parse('host a\nuplink a eth0\nforward 8080 a:80\nforward 127.0.0.2:0 a:443\n')
     fwds = topo.hosts['a'].port_forwards
