@@ -7,7 +7,11 @@ running when the lab ends, whichever way it ends.
 
 Even by SIGKILL, which the driver cannot catch: a watchdog process, in a
 session of its own, learns each group through a pipe from the driver and
-kills the groups it was told of when that pipe ends without a goodbye.
+kills the groups it was told of when that pipe ends without a goodbye. A
+SIGKILL can also land between a child's fork and the line that tells the
+watchdog of it; so each child also carries a token of its supervisor in its
+environment (KEVENT_LAB_SUPERVISOR), and the watchdog kills the group of
+every process that has it, too.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ class Child:
 # holds, and only those.
 WATCHDOG = '''
 import os, signal, sys
+mark = b'\\0KEVENT_LAB_SUPERVISOR=' + sys.argv[1].encode() + b'\\0'
 groups, bye = set(), False
 for line in sys.stdin:
     line = line.strip()
@@ -102,6 +107,20 @@ if not bye:
             os.killpg(g, signal.SIGKILL)
         except OSError:
             pass
+    # Children the driver had started but not told of yet. One forked but
+    # not yet executed still shows the driver's environment: look again
+    # for a moment, until it has executed.
+    import time
+    for _ in range(20):
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                with open('/proc/' + pid + '/environ', 'rb') as f:
+                    env = b'\\0' + f.read()
+                if mark in env:
+                    os.killpg(os.getpgid(int(pid)), signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.1)
 '''
 
 # Signals that end the driver by raising in it (KeyboardInterrupt): held
@@ -114,6 +133,7 @@ _DEFERRED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 class Supervisor:
     children: list[Child] = field(default_factory=list)
     watchdog: subprocess.Popen | None = None
+    token: str = field(default_factory=lambda: f'{os.getpid()}-{os.urandom(8).hex()}')
 
     def _tell(self, line: str) -> None:
         if self.watchdog is None:
@@ -124,15 +144,21 @@ class Supervisor:
         except OSError:
             pass
 
-    def _watch(self, pgid: int) -> None:
+    def _start_watchdog(self) -> None:
         if self.watchdog is None:
-            self.watchdog = subprocess.Popen([sys.executable, '-c', WATCHDOG],
+            self.watchdog = subprocess.Popen([sys.executable, '-c', WATCHDOG, self.token],
                                              stdin=subprocess.PIPE, text=True,
                                              start_new_session=True)
+
+    def _watch(self, pgid: int) -> None:
+        self._start_watchdog()
         self._tell(f'+{pgid}')
 
     def start(self, name: str, argv: list[str], *, stdout=None, stdin=subprocess.DEVNULL,
               cwd: Path | None = None, env: dict | None = None, pass_fds: tuple = ()) -> Child:
+        # The watchdog runs before the first child does.
+        self._start_watchdog()
+        env = dict(os.environ if env is None else env, KEVENT_LAB_SUPERVISOR=self.token)
         old = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
         try:
             popen = subprocess.Popen(argv, stdin=stdin, stdout=stdout,

@@ -1,6 +1,7 @@
 import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,11 +81,11 @@ def test_watchdog_forgets_a_group_the_driver_ended():
     from kevent_lab.processes import WATCHDOG
     stranger = subprocess.Popen(['sleep', '30'], start_new_session=True)
     try:
-        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG], stdin=subprocess.PIPE, text=True)
+        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG, 'tok'], stdin=subprocess.PIPE, text=True)
         dog.communicate(f'+{stranger.pid}\n-{stranger.pid}\n', timeout=10)   # no goodbye
         time.sleep(0.1)
         assert stranger.poll() is None
-        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG], stdin=subprocess.PIPE, text=True)
+        dog = subprocess.Popen([sys.executable, '-c', WATCHDOG, 'tok'], stdin=subprocess.PIPE, text=True)
         dog.communicate(f'+{stranger.pid}\n', timeout=10)
         assert stranger.wait(timeout=10) == -9                                # still told: killed
     finally:
@@ -101,3 +102,36 @@ def test_supervisor_tells_the_watchdog_when_it_reaped(tmp_path):
     child.kill()
     assert f'-{child.pid}' in told
     sup.stop_all()
+
+
+def test_a_child_the_watchdog_was_not_told_of_dies_with_the_driver(tmp_path):
+    """SIGKILL between a child's fork and the line that tells the watchdog
+    of it: the child's environment names its supervisor, and the watchdog
+    kills its group anyway."""
+    import subprocess
+    import sys
+    lab = Path(__file__).resolve().parent.parent
+    driver = subprocess.Popen([sys.executable, '-c', f'''
+import sys, time
+sys.path.insert(0, {str(lab)!r})
+from kevent_lab import processes
+sup = processes.Supervisor()
+sup._watch = lambda pgid: None          # the driver dies before it tells
+child = sup.start('sleeper', ['sleep', '60'])
+print(child.pid, flush=True)
+time.sleep(60)
+'''], stdout=subprocess.PIPE, text=True)
+    pid = int(driver.stdout.readline())
+    driver.kill()
+    driver.wait()
+    for _ in range(100):
+        try:
+            with open(f'/proc/{pid}/stat') as f:
+                if f.read().rsplit(')', 1)[1].split()[0] == 'Z':
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        raise AssertionError('the child outlived its killed driver')

@@ -58,14 +58,17 @@ def free_udp_ports(n: int) -> list[int]:
 
 
 def plugs_of(locator: str) -> list[int]:
-    """Processes whose command line holds @locator (the carried segments' vde_plug)."""
+    """The vde_plug processes whose command line holds @locator (a carried
+    segment's), zombies not counted."""
     out = []
     for pid in filter(str.isdigit, os.listdir('/proc')):
         try:
-            with open(f'/proc/{pid}/cmdline', 'rb') as f:
-                if locator.encode() in f.read():
-                    out.append(int(pid))
-        except OSError:
+            with open(f'/proc/{pid}/cmdline', 'rb') as f, open(f'/proc/{pid}/stat') as st:
+                argv = f.read().split(b'\0')
+                state = st.read().rsplit(')', 1)[1].split()[0]
+            if argv[0].endswith(b'vde_plug') and locator.encode() in argv and state != 'Z':
+                out.append(int(pid))
+        except (OSError, IndexError):
             pass
     return out
 
@@ -127,3 +130,47 @@ def test_merge_refuses_parts_that_do_not_fit(tmp_path):
     assert out.returncode != 0 and 'a run of lab star is not a part of lab pair' in out.stderr
     out = labctl('merge', '--lab', 'pair', '--results', str(tmp_path / 'm'), str(tmp_path / 'a'))
     assert out.returncode == 1 and 'no part ran host client' in out.stderr
+
+
+@pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()), reason='kernel and rootfs not built')
+def test_a_killed_part_leaves_no_plug(tmp_path):
+    # A part whose other half never comes: its server waits. The driver is
+    # killed outright (SIGKILL): its watchdog takes the carried segment's
+    # vde_plug down with the hosts.
+    import signal
+    import time
+    p1, p2 = free_udp_ports(2)
+    locator = f'udp://127.0.0.1:{p1}->127.0.0.1:{p2}'
+    proc = subprocess.Popen([sys.executable, str(TOP / 'lab' / 'labctl'), 'run', '--lab', 'pair',
+                             '--only', 'server', '--carry', f'lan={locator}', '--results', str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if 'server: userspace after' in line:
+                break
+        assert len(plugs_of(locator)) == 1
+        hosts = [p for p in filter(str.isdigit, os.listdir('/proc'))
+                 if b'LAB_HOST=server' in open(f'/proc/{p}/cmdline', 'rb').read()
+                 and b'umid=pair-server' in open(f'/proc/{p}/cmdline', 'rb').read()]
+        assert hosts
+        proc.kill()
+        proc.wait(10)
+        for _ in range(100):
+            if not plugs_of(locator):
+                break
+            time.sleep(0.1)
+        assert plugs_of(locator) == []
+        def running(p):
+            try:
+                return open(f'/proc/{p}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'
+            except FileNotFoundError:
+                return False
+        for _ in range(100):
+            if not any(map(running, hosts)):
+                break
+            time.sleep(0.1)
+        assert [p for p in hosts if running(p)] == []
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
