@@ -9,6 +9,12 @@ confine.py hands it to a relay process forked inside the namespace: each
 connection accepted on the machine's side is joined to one made to
 127.0.0.1:PORT inside, where libslirp accepts it and connects to the guest.
 
+Run as a program, the same relay serves the other direction (lab.conf
+`reach`): `forward_relay.py SOCKET:PORT...` listens on each UNIX socket
+SOCKET, which a host's uplink reaches through stdio_unix.py, and joins each
+connection to this machine's 127.0.0.1:PORT. UNIX sockets are files, and
+cross network namespaces where TCP does not.
+
 The relay is one single-threaded process per host with forwards (selectors,
 no thread per connection), in the host's process group and its Landlock
 domain; it dies with the host's process (PR_SET_PDEATHSIG) or its group.
@@ -98,7 +104,8 @@ class Relay:
             return
         for s in (outer, inner):
             s.setblocking(False)
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if s.family != socket.AF_UNIX:
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._update(_Pair(outer, inner))
 
     def _step(self, pair: _Pair, sock: socket.socket, events: int) -> None:
@@ -156,3 +163,27 @@ def start(listeners: list[tuple[socket.socket, int]]) -> int:
         Relay(listeners).serve_forever()
     finally:
         os._exit(1)
+
+
+def main(argv: list[str]) -> int:
+    """SOCKET:PORT...: relay each UNIX socket made here to 127.0.0.1:PORT."""
+    import sys
+    listeners = []
+    for item in argv:
+        path, _, port = item.rpartition(':')
+        if not path or not port.isdigit():
+            print(f'forward_relay.py: want SOCKET:PORT, not {item!r}', file=sys.stderr)
+            return 2
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        sock.listen(64)
+        listeners.append((sock, int(port)))
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    Relay(listeners).serve_forever()
+    return 0
+
+
+if __name__ == '__main__':
+    import sys
+    sys.exit(main(sys.argv[1:]))

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import (capture, confine, guest_text, instances, ktap, port_forward, span, trace, uml_paths,
-               uplink)
+from . import (capture, confine, guest_text, instances, ktap, port_forward, reach, span, trace,
+               uml_paths, uplink)
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch
 from .results import HostResult, TestRecord
@@ -141,15 +141,22 @@ def start_uml(sup: Supervisor, kernel: Path, rootfs: Path, host: Host, umid: str
               forwards: list[str] | None = None) -> Child:
     """Starts @host's UML process, confined, with its own environment and
     its console on @out; UML's own directory is @tmp/uml, which must exist.
-    Each of its port forwards, with the port it got, is added to @forwards."""
+    Each of its port forwards (with the port it got) and reaches is added
+    to @forwards, as a line to show."""
     env = uml_env(host, tmp)
+    if host.reaches:
+        # Its relay to this machine's loopback listens before the guest runs.
+        relay = sup.start(f'{host.name} reach', reach.relay_argv(host, home_dir(tmp, host)), stdout=out)
+        reach.wait_ready(host, home_dir(tmp, host), relay.running)
     opened = port_forward.open_all(host)
     try:
         locator_file = None
-        if opened:
+        if opened or host.reaches:
+            # Several forwards or commands have commas: the locator goes in a file.
             locator_file = port_forward.write_locator(
                 home_dir(tmp, host) / 'uplink.vde',
-                uplink.locator(host.uplink_mode, (port_forward.tcpfwd(opened),)))
+                uplink.locator(host.uplink_mode, (port_forward.tcpfwd(opened),) if opened else (),
+                               reach.commands(host, home_dir(tmp, host))))
         argv = uml_argv(kernel, rootfs, host, umid, tmp / 'uml', sockets, run_dir,
                         locator_file) + list(extra)
         relay = port_forward.relay(opened)
@@ -158,7 +165,8 @@ def start_uml(sup: Supervisor, kernel: Path, rootfs: Path, host: Host, umid: str
     finally:
         port_forward.close_all(opened)
     if forwards is not None:
-        forwards += [o.describe(host.name) for o in opened]
+        forwards += [f'forward {o.describe(host.name)}' for o in opened]
+        forwards += [f'reach {line}' for line in reach.describe(host)]
     return child
 
 
@@ -503,7 +511,7 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
                                   f'{topo.name}-{hr.host.name}-{tmp.name[-8:]}', tmp, sockets,
                                   run_dir, out, forwards=forwards)
             for line in forwards:
-                say(f'{hr.host.name}: forward {line}')
+                say(f'{hr.host.name}: {line}')
             return child
 
         (tmp / 'uml').mkdir()

@@ -203,7 +203,7 @@ def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print,
                     f'labctl stop {lab}{hint}')
                 for host, h in state['hosts'].items():
                     for line in h.get('forwards', []):
-                        say(f'{host}: forward {line} (this machine\'s port into the guest)')
+                        say(f'{host}: {line}')
                 if others:
                     say(f'lab {lab} has other instances running: --id {", ".join(others)}')
                 return 0
@@ -234,7 +234,7 @@ def status(lab: str, work: Path, say=print, ident: str | None = None) -> int:
                 + (f', uplink {h["uplink"]} (slirp) reaching {h.get("uplink_reaches", "?")}'
                    if h.get('uplink') else ''))
             for line in h.get('forwards', []):
-                say(f'    forward {line}')
+                say(f'    {line}')
     return 0
 
 

@@ -31,10 +31,13 @@ MAX_LINE = 4096
 
 # slirp's own network: the guest is 10.0.2.15 (slirp's suggestion), 10.0.2.2
 # is slirp (never this machine's loopback), 10.0.2.3 its DNS proxy, 10.0.2.7
-# the uplink's echo service (uplink.py).
+# the uplink's echo service (uplink.py), 10.0.2.8 the ports `reach` opens.
 SLIRP_NET = ipaddress.IPv4Network('10.0.2.0/24')
 SLIRP_GUEST = ipaddress.IPv4Interface('10.0.2.15/24')
 SLIRP_HOST = ipaddress.IPv4Address('10.0.2.2')
+# Where a host with `reach HOST PORT` finds this machine's 127.0.0.1:PORT
+# (libslirp runs commands only for addresses other than its own, 10.0.2.2).
+REACH_ADDR = ipaddress.IPv4Address('10.0.2.8')
 
 # Variables a run line may name as a whole word ($NAME): the driver sets them
 # in the guest. LAB_ECHO_ADDR and LAB_ECHO_PORT are the uplink's TCP echo
@@ -113,6 +116,7 @@ class Host:
     uplink: str = ''        # the interface on a slirp uplink, or ''
     uplink_mode: str = 'lab'  # what the uplink reaches: uplink.py
     port_forwards: list[PortForward] = field(default_factory=list)  # through the uplink
+    reaches: list[int] = field(default_factory=list)  # this machine's loopback ports it may reach
     links: list[Link] = field(default_factory=list)
     routes: list[tuple[ipaddress.IPv4Network, ipaddress.IPv4Address]] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
@@ -332,6 +336,24 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             fwd.line = lineno
             hosts[hname].port_forwards.append(fwd)
 
+        elif keyword == 'reach':
+            # The other way: a guest may reach this machine's 127.0.0.1:PORT,
+            # as 10.0.2.8:PORT through its uplink, for the ports listed only.
+            if len(args) != 2:
+                err('reach needs: HOST PORT (HOST reaches this machine\'s 127.0.0.1:PORT as 10.0.2.8:PORT)')
+            hname, port = args
+            if hname not in hosts:
+                err(f'reach names host {hname!r}, which is not declared above')
+            if not hosts[hname].uplink:
+                err(f'host {hname!r} reaches this machine through its uplink, and it has none '
+                    f'(declare it first: uplink {hname} IFACE)')
+            n = number(port)
+            if n is None or not 0 < n <= 65535:
+                err(f'bad port {port!r} (1..65535)')
+            if n in hosts[hname].reaches:
+                err(f'host {hname!r} reaches port {n} already')
+            hosts[hname].reaches.append(n)
+
         elif keyword == 'route':
             if len(args) != 3:
                 err('route needs: HOST NETWORK/PREFIX GATEWAY')
@@ -404,7 +426,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             hosts[hname].runs.append(run)
 
         else:
-            err(f'unknown keyword {keyword!r} (expected host, link, uplink, forward, route or run)')
+            err(f'unknown keyword {keyword!r} (expected host, link, uplink, forward, reach, route or run)')
 
     if not hosts:
         raise TopologyError(path, 0, 'no hosts declared')

@@ -50,12 +50,13 @@ def check_installed() -> None:
                                 'make deps); a host of this lab has an uplink')
 
 
-def locator(mode: str, options: tuple[str, ...] = ()) -> str:
-    """The vdeplug4 locator of an uplink, with libslirp @options (tcpfwd=)."""
+def locator(mode: str, options: tuple[str, ...] = (), commands: tuple[str, ...] = ()) -> str:
+    """The vdeplug4 locator of an uplink, with libslirp @options (tcpfwd=)
+    and more @commands for cmdfwd= (ADDR:PORT:'COMMAND', the reaches)."""
     if mode not in MODES:
         raise ValueError(f'uplink mode {mode!r} is not one of {", ".join(MODES)}')
-    return '/'.join([f'slirp:///v4/disable_host_loopback/cmdfwd={ECHO_ADDR}:{ECHO_PORT}:cat',
-                     *options])
+    cmdfwd = ','.join([f'{ECHO_ADDR}:{ECHO_PORT}:cat', *commands])
+    return '/'.join([f'slirp:///v4/disable_host_loopback/cmdfwd={cmdfwd}', *options])
 
 
 def uml_arg(iface: str, mode: str, locator_file: Path | None = None) -> str:

@@ -140,3 +140,43 @@ def test_relay_joins_connections_and_keeps_half_close():
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         echo.sock.close()
+
+
+def test_reach_relay_and_bridge_join_a_guest_command_to_a_loopback_port(tmp_path):
+    # forward_relay.py as a program (UNIX socket -> 127.0.0.1:PORT) and
+    # stdio_unix.py (standard input and output -> that socket), as a host's
+    # reach uses them; an echo server stands for the machine's service.
+    import subprocess
+    import sys
+    import time
+    from kevent_lab import reach
+    echo = EchoServer()
+    sock = tmp_path / 'r.sock'
+    relay = subprocess.Popen([sys.executable, str(reach.RELAY), f'{sock}:{echo.port}'])
+    try:
+        for _ in range(100):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        data = os.urandom(300000)
+        out = subprocess.run([sys.executable, str(reach.BRIDGE), str(sock)], input=data,
+                             capture_output=True, timeout=30)
+        assert out.returncode == 0 and out.stdout == data, out.stderr
+    finally:
+        relay.kill()
+        relay.wait()
+        echo.sock.close()
+
+
+def test_reach_commands_for_the_uplink(tmp_path):
+    from kevent_lab import reach
+    h = topology.parse('host a\nuplink a eth0\nreach a 5432\nreach a 6379\n').hosts['a']
+    cmds = reach.commands(h, tmp_path)
+    assert (tmp_path / 'stdio_unix.py').exists()
+    assert cmds[0].startswith("10.0.2.8:5432:'") and cmds[0].endswith(f"{tmp_path}/reach-5432.sock'")
+    assert len(cmds) == 2 and ',' not in ''.join(cmds)
+    loc = uplink.locator('lab', (), cmds)
+    assert loc.count('cmdfwd=') == 1 and 'cmdfwd=10.0.2.7:7:cat,10.0.2.8:5432:' in loc
+    argv = reach.relay_argv(h, tmp_path)
+    assert argv[argv.index('--tcp-connect') + 1] == '5432' and '--any-tcp' not in argv
+    assert argv[-2:] == [f'{tmp_path}/reach-5432.sock:5432', f'{tmp_path}/reach-6379.sock:6379']

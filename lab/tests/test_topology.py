@@ -155,8 +155,13 @@ def test_forward():
     ('host a\nuplink a eth0\nforward 8080 a:http\n', 3, "bad port 'http'"),
     ('host a\nhost b\nuplink a eth0\nuplink b eth0\nforward 8080 a:80\nforward 127.0.0.1:8080 b:80\n',
      6, 'forwarded already on line 5'),
+    ('host a\nuplink a eth0\nreach a\n', 3, 'reach needs: HOST PORT'),
+    ('host a\nreach a 5432\n', 2, "host 'a' reaches this machine through its uplink, and it has none"),
+    ('host a\nuplink a eth0\nreach b 5432\n', 3, "host 'b', which is not declared"),
+    ('host a\nuplink a eth0\nreach a 0\n', 3, "bad port '0'"),
+    ('host a\nuplink a eth0\nreach a 5432\nreach a 5432\n', 4, 'reaches port 5432 already'),
 ])
-def test_forward_errors(text, line, words):
+def test_forward_errors_and_reach(text, line, words):
     with pytest.raises(topology.TopologyError) as e:
         topology.parse(text, 'labs/x/lab.conf')
     assert e.value.line == line, e.value

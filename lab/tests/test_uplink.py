@@ -212,6 +212,8 @@ def forwarded_ports(state: dict, host: str) -> dict[int, int]:
     """{guest port: this machine's port} of @host's forwards, from state.json."""
     out = {}
     for line in state['hosts'][host].get('forwards', []):
+        if not line.startswith('forward '):
+            continue
         machine, _, guest = line.partition(' -> ')
         out[int(guest.rsplit(':', 1)[1])] = int(machine.rsplit(':', 1)[1])
     return out
@@ -277,3 +279,47 @@ def forwards_listening() -> set[str]:
                 addr = socket.inet_ntoa(int(hexaddr, 16).to_bytes(4, 'little'))
                 out.add(f'{addr}:{int(hexport, 16)}')
     return out
+
+
+REACH_PORT = 47012      # lab/labs/uplink/lab.conf: reach a 47012
+
+
+def test_reach_opens_one_loopback_port_to_one_host():
+    try:
+        server = socket.create_server(('127.0.0.1', REACH_PORT))
+    except OSError as e:
+        pytest.skip(f'127.0.0.1:{REACH_PORT}, which the uplink lab reaches, is taken here: {e}')
+    got = []
+
+    def echo():
+        while True:
+            try:
+                conn, peer = server.accept()
+            except OSError:
+                return
+            with conn:
+                while data := conn.recv(4096):
+                    got.append(data)
+                    conn.sendall(data.upper())
+    threading.Thread(target=echo, daemon=True).start()
+    d, state, sessions = start_uplink()
+    try:
+        assert any(line == f"reach 10.0.2.8:{REACH_PORT} -> this machine's 127.0.0.1:{REACH_PORT}"
+                   for line in state['hosts']['a'].get('forwards', [])), state
+        ex = lab_exec('a', f'echo hello-machine | nc -w 5 10.0.2.8 {REACH_PORT}')
+        assert ex.stdout == 'HELLO-MACHINE\n', ex
+        assert b''.join(got) == b'hello-machine\n'
+        # Only that port: another one of this machine's loopback stays out of reach.
+        other = socket.create_server(('127.0.0.1', 0))
+        ex = lab_exec('a', f'nc -w 2 10.0.2.8 {other.getsockname()[1]} </dev/null; echo rc=$?')
+        other.close()
+        assert 'rc=1' in ex.stdout, ex
+        # Only that host: c has an uplink too, and no reach line.
+        ex = lab_exec('c', f'echo x | nc -w 2 10.0.2.8 {REACH_PORT}; echo rc=$?')
+        assert 'X' not in ex.stdout, ex
+        assert labctl('stop', 'uplink').returncode == 0
+    finally:
+        server.close()
+        labctl('crash', 'uplink', '--id', d.name)
+    time.sleep(0.5)
+    assert in_sessions(sessions) == []
