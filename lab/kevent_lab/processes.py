@@ -11,7 +11,8 @@ kills the groups it was told of when that pipe ends without a goodbye. A
 SIGKILL can also land between a child's fork and the line that tells the
 watchdog of it; so each child also carries a token of its supervisor in its
 environment (KEVENT_LAB_SUPERVISOR), and the watchdog kills the group of
-every process that has it, too.
+every process that has it, too. Then it removes the run's private
+directory, which the driver would have removed itself.
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ if not bye:
             except OSError:
                 pass
         time.sleep(0.1)
+    # The run's private directory (sockets, the guests' memory files).
+    if len(sys.argv) > 2 and os.path.basename(sys.argv[2]).startswith('kevent-lab-'):
+        import shutil
+        shutil.rmtree(sys.argv[2], ignore_errors=True)
 '''
 
 # Signals that end the driver by raising in it (KeyboardInterrupt): held
@@ -134,6 +139,7 @@ class Supervisor:
     children: list[Child] = field(default_factory=list)
     watchdog: subprocess.Popen | None = None
     token: str = field(default_factory=lambda: f'{os.getpid()}-{os.urandom(8).hex()}')
+    cleanup: Path | None = None     # removed by the watchdog if the driver dies
 
     def _tell(self, line: str) -> None:
         if self.watchdog is None:
@@ -146,7 +152,8 @@ class Supervisor:
 
     def _start_watchdog(self) -> None:
         if self.watchdog is None:
-            self.watchdog = subprocess.Popen([sys.executable, '-c', WATCHDOG, self.token],
+            extra = [str(self.cleanup)] if self.cleanup else []
+            self.watchdog = subprocess.Popen([sys.executable, '-c', WATCHDOG, self.token] + extra,
                                              stdin=subprocess.PIPE, text=True,
                                              start_new_session=True)
 

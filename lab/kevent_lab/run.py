@@ -477,7 +477,7 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
                   carry: dict[str, str]) -> list[HostResult]:
     # Sockets live under a short private path: UNIX socket paths are limited to 108 bytes.
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
-    sup = Supervisor()
+    sup = Supervisor(cleanup=tmp)
     old = {s: signal.signal(s, _stop_on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
     hosts = [HostRun(h, results / f'{h.name}.console.log') for h in topo.hosts.values()]
     t0 = time.monotonic()
@@ -547,7 +547,7 @@ def boot_once(kernel: Path, rootfs: Path, console: Path, timeout: int = 120) -> 
     host = Host('kunit', timeout=timeout)
     tmp = uml_paths.private_dir('kevent-lab-kunit-')
     try:
-        sup = Supervisor()
+        sup = Supervisor(cleanup=tmp)
         try:
             with open(console, 'wb') as out:
                 (tmp / 'uml').mkdir()

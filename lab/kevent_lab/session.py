@@ -70,7 +70,7 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
             make_disk(hdir / 'disk.img', host.disk)
     tmp = uml_paths.private_dir(f'kevent-lab-{topo.name}-')
     (tmp / 'uml').mkdir()
-    sup = Supervisor()
+    sup = Supervisor(cleanup=tmp)
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, _stop)
     try:

@@ -25,7 +25,8 @@ lies beyond depends on the mode:
                      This machine's own loopback stays out of reach.
 
 Port forwards (lab.conf `forward`) lead the other way, from this machine's
-loopback into the guest: port_forward.py.
+loopback into the guest: port_forward.py; `reach` opens one port of this
+machine's loopback to a guest: reach.py.
 """
 
 from __future__ import annotations

@@ -111,11 +111,14 @@ def test_a_child_the_watchdog_was_not_told_of_dies_with_the_driver(tmp_path):
     import subprocess
     import sys
     lab = Path(__file__).resolve().parent.parent
+    private = tmp_path / 'kevent-lab-test-x'
+    (private / 'sub').mkdir(parents=True)
     driver = subprocess.Popen([sys.executable, '-c', f'''
 import sys, time
+from pathlib import Path
 sys.path.insert(0, {str(lab)!r})
 from kevent_lab import processes
-sup = processes.Supervisor()
+sup = processes.Supervisor(cleanup=Path({str(private)!r}))
 sup._watch = lambda pgid: None          # the driver dies before it tells
 child = sup.start('sleeper', ['sleep', '60'])
 print(child.pid, flush=True)
@@ -135,3 +138,9 @@ time.sleep(60)
     else:
         os.kill(pid, 9)
         raise AssertionError('the child outlived its killed driver')
+    # And the run's private directory went with it.
+    for _ in range(100):
+        if not private.exists():
+            break
+        time.sleep(0.05)
+    assert not private.exists()
