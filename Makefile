@@ -28,7 +28,7 @@ KSRC       ?=
 LAB        ?= default
 # The labs `make test` runs besides LAB, each checked against its signature
 # (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
-TEST_LABS  ?= star routed crash trace reliability naio conns
+TEST_LABS  ?= star routed crash trace reliability naio conns tools
 # The labs `make test` runs again on the debug kernel (PROFILE=debug), where
 # any KASAN, lockdep, kmemleak or debug-objects report fails a host;
 # results in build/results/debug/NAME.

@@ -73,7 +73,13 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
         # (`..` still leads out): runs are unprivileged unless lab.conf says
         # `root`, and the UML process itself is confined (confine.py).
         own = uml_paths.reachable(run_dir / host.name, uml_dir.parent / f'{host.name}.hostfs')
-        argv.append(f'hostfs={own}')
+        if host.tools:
+            # Its init mounts this machine's root read-only at /host: no
+            # prefix, and confine.py (required) is what keeps it read-only
+            # and out of the rest of the machine (machine_tools.py).
+            argv += ['LAB_TOOLS=1', f'LAB_OWN={own}']
+        else:
+            argv.append(f'hostfs={own}')
         argv.append(f'LAB_DIR={run_dir}')
     return argv
 
@@ -426,6 +432,16 @@ def check_memory(topo: Topology, rootfs_bytes: int) -> None:
                          f'give it mem={-(-need >> 20)}M or more in lab.conf')
 
 
+def check_tools(topo: Topology) -> None:
+    """A host with `tools` mounts this machine's root: only Landlock keeps
+    that read-only and to the system's directories. No Landlock, no tools."""
+    tools = [h.name for h in topo.hosts.values() if h.tools]
+    if tools and confine.abi() <= 0:
+        raise RuntimeError(f'host {", ".join(tools)} has tools (this machine\'s root at /host), which '
+                           'needs Landlock (Linux 5.13 or later) to stay read-only and to the system\'s '
+                           'directories; this kernel has none: remove `tools` from lab.conf')
+
+
 def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Path,
             say=print, decode_hint: str = '', labdir: Path | None = None,
             captures: list[str] = (), carry: dict[str, str] | None = None) -> list[HostResult]:
@@ -445,6 +461,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     uplinks = [h for h in topo.hosts.values() if h.uplink]
     if uplinks:
         uplink.check_installed()
+    check_tools(topo)
     captures = topo.segments if list(captures) == ['all'] else list(captures)
     capture.check_segments(captures, topo.segments, topo.name)
     plugin = capture.plugin(work) if captures else None

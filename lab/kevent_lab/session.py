@@ -30,7 +30,7 @@ from pathlib import Path
 from . import capture, guest_shell, instances, uml_paths, uplink
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
-from .run import USERSPACE_MARK, guest_variables, make_disk, setup_lines, start_uml
+from .run import USERSPACE_MARK, check_tools, guest_variables, make_disk, setup_lines, start_uml
 from .topology import Host, Topology
 
 READY_MARK = 'lab: ready for console and exec'
@@ -59,6 +59,7 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
     state_path = run_dir / instances.STATE
     if any(h.uplink for h in topo.hosts.values()):
         uplink.check_installed()
+    check_tools(topo)
     for host in topo.hosts.values():
         hdir = run_dir / host.name
         hdir.mkdir(parents=True, exist_ok=True)

@@ -113,6 +113,7 @@ class Host:
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
     cpu: int | None = None  # the CPU the host's UML processes are pinned to (benchmarks)
     forward: bool = False   # routes IPv4 between its interfaces
+    tools: bool = False     # sees this machine's root read-only at /host (machine_tools.py)
     uplink: str = ''        # the interface on a slirp uplink, or ''
     uplink_mode: str = 'lab'  # what the uplink reaches: uplink.py
     port_forwards: list[PortForward] = field(default_factory=list)  # through the uplink
@@ -242,8 +243,8 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             if hname in hosts:
                 err(f'host {hname!r} is declared twice')
             opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE',
-                                       'cpu': 'N', 'forward': ''}, err)
-            host = Host(hname, forward='forward' in opts)
+                                       'cpu': 'N', 'forward': '', 'tools': ''}, err)
+            host = Host(hname, forward='forward' in opts, tools='tools' in opts)
             if len(hosts) == MAX_HOSTS:
                 err(f'a lab has at most {MAX_HOSTS} hosts')
             for key in ('mem', 'disk'):
