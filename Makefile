@@ -28,11 +28,11 @@ KSRC       ?=
 LAB        ?= default
 # The labs `make test` runs besides LAB, each checked against its signature
 # (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
-TEST_LABS  ?= star routed crash trace reliability naio conns tools
+TEST_LABS  ?= star routed crash trace reliability naio conns tools web
 # The labs `make test` runs again on the debug kernel (PROFILE=debug), where
 # any KASAN, lockdep, kmemleak or debug-objects report fails a host;
 # results in build/results/debug/NAME.
-DEBUG_LABS ?= $(LAB) fuzz reliability naio conns
+DEBUG_LABS ?= $(LAB) fuzz reliability naio conns web
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 FRAGMENTS  := $(TOP)/uml-config/base.config $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 # PROFILE=debug builds a second kernel, with KASAN, lockdep, kmemleak and

@@ -7,7 +7,7 @@
 set -eu
 PKGS="gcc make libc6-dev flex bison bc perl git xz-utils python3 python3-pytest
 linux-source-6.1 libvdeplug-dev vde2 vdeplug libvdeplug-slirp busybox-static ccache procps e2fsprogs rsync
-liburing-dev util-linux tcpdump strace curl"
+liburing-dev util-linux tcpdump strace curl nginx-light wrk"
 
 missing() {
 	for p in $PKGS; do
@@ -27,8 +27,19 @@ install|ensure)
 		echo "  DEPS    apt-get install $miss"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -q >/dev/null
+		# nginx is for the web lab's guests only: no service may start on
+		# this machine's port 80 as it installs (Debian's policy-rc.d;
+		# one that was there before stays as it was).
+		policy=""
+		if [ ! -e /usr/sbin/policy-rc.d ]; then
+			policy=/usr/sbin/policy-rc.d
+			printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy
+		fi
 		# shellcheck disable=SC2086
-		apt-get install -y -q --no-install-recommends $miss >/dev/null
+		rc=0
+		apt-get install -y -q --no-install-recommends $miss >/dev/null || rc=$?
+		[ -z "$policy" ] || rm -f "$policy"
+		[ $rc = 0 ] || exit $rc
 	else
 		echo "kevent-lab needs these Debian packages: $miss" >&2
 		echo "Install them with:" >&2

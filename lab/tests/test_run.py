@@ -270,7 +270,10 @@ def test_each_host_reaches_only_its_own_directory_with_hostfs():
                         Path('/runs/lab/1'))
     assert 'hostfs=/runs/lab/1/a' in argv
     init = (Path(__file__).resolve().parents[2] / 'rootfs' / 'init').read_text()
-    assert 'mount -t hostfs hostfs "/lab/$LAB_HOST"' in init
+    # The prefix is the host's own directory; only a tools host (no prefix)
+    # names its directory, LAB_OWN, itself.
+    assert 'mount -t hostfs $own hostfs "/lab/$LAB_HOST"' in init
+    assert '[ -z "$LAB_TOOLS" ] || { own="-o $LAB_OWN"; machine_tools; }' in init
     assert '-o "$LAB_DIR"' not in init
 
 
