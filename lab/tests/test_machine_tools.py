@@ -64,3 +64,35 @@ def test_a_host_runs_the_machines_tools_and_reaches_no_more():
         assert labctl('stop', 'tools').returncode == 0
     finally:
         labctl('crash', 'tools')
+
+
+def web_byte(f: int, i: int) -> int:
+    # testcases/include/web.h
+    return (i * 167 + (i >> 8) * 13 + f * 71 + 1) & 0xff
+
+
+@pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()), reason='kernel and rootfs not built')
+@pytest.mark.skipif(confine.abi() <= 0, reason='this kernel has no Landlock: lab web refuses to start')
+@pytest.mark.skipif(not shutil.which('curl'), reason='curl is not installed here (make deps)')
+def test_a_guests_web_server_answers_curl_on_this_machine():
+    # Lab web forwards free ports of this machine's loopback to srv's
+    # servers: kevent_httpd in its kevent loop answers this machine's curl.
+    import json
+    import subprocess
+    from test_interrupt import instance_dir
+    up = labctl('start', 'web')
+    assert up.returncode == 0, up
+    try:
+        state = json.loads((instance_dir(up.stdout) / 'state.json').read_text())
+        ports = {int(l.rsplit(':', 1)[1]): int(l.split(' -> ')[0].rsplit(':', 1)[1])
+                 for l in state['hosts']['srv']['forwards'] if l.startswith('forward ')}
+        ex = labctl('exec', '--lab', 'web', 'srv', '--',
+                    '(kevent_httpd -m -q /tmp/www 8001 kevent >/tmp/k.log 2>&1 &); sleep 1')
+        assert ex.returncode == 0, ex
+        out = subprocess.run(['curl', '-sS', '--fail', f'http://127.0.0.1:{ports[8001]}/large'],
+                             capture_output=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == bytes(web_byte(1, i) for i in range(256 * 1024))
+        assert labctl('stop', 'web').returncode == 0
+    finally:
+        labctl('crash', 'web')
