@@ -595,23 +595,18 @@ static void run_uring(int ls, time_t deadline)
 			c = conns[fd];
 			if (!c)
 				continue;
+			if (res <= 0)
+				c->eof = true;
 			if ((data & 0xff) == OP_RECV) {
 				c->reading = false;
-				if (res <= 0)
-					c->eof = true;
-				else
-					c->in_len += res;
-				parse(c);
-				uring_recv(c);
+				c->in_len += res > 0 ? res : 0;
 			} else {
 				c->sending = false;
-				if (res <= 0)
-					c->eof = true;
-				else
-					c->sent += res;
-				parse(c);
-				uring_recv(c);
+				c->sent += res > 0 ? res : 0;
 			}
+			/* A drained queue makes room for what waits in the input. */
+			parse(c);
+			uring_recv(c);
 			if (!c->eof)
 				uring_send(c);
 			uring_settle(c);

@@ -113,6 +113,25 @@ def test_no_uplink_unless_asked():
     ('host a\nrun a s -- tcp_echo client 10.0.2.2 $LAB_ECHO_PORT 1\n', 2, 'has none'),
     ('host a\nuplink a eth0\nrun a s -- p $HOME\n', 3, 'whole word'),
     ('host a\nuplink a eth0\nrun a s -- p 10.0.2.2:$LAB_ECHO_PORT\n', 3, 'whole word'),
+    # forward and reach lines, which lead through an uplink
+    ('host a\nuplink a eth0\nforward 8080\n', 3, 'forward needs: [ADDR:]PORT HOST:PORT'),
+    ('host a\nuplink a eth0\nforward 8080 a\n', 3, 'forward needs'),
+    ('host a\nforward 8080 a:80\n', 2, "host 'a' through its uplink, and it has none"),
+    ('host a\nuplink a eth0\nforward 8080 b:80\n', 3, "host 'b', which is not declared"),
+    ('host a\nuplink a eth0\nforward 0.0.0.0:8080 a:80\n', 3, 'not a loopback address'),
+    ('host a\nuplink a eth0\nforward 10.0.0.1:8080 a:80\n', 3, 'not a loopback address'),
+    ('host a\nuplink a eth0\nforward localhost:8080 a:80\n', 3, "bad address 'localhost'"),
+    ('host a\nuplink a eth0\nforward 65536 a:80\n', 3, "bad port '65536'"),
+    ('host a\nuplink a eth0\nforward -1 a:80\n', 3, "bad port '-1'"),
+    ('host a\nuplink a eth0\nforward 8080 a:0\n', 3, "bad port '0'"),
+    ('host a\nuplink a eth0\nforward 8080 a:http\n', 3, "bad port 'http'"),
+    ('host a\nhost b\nuplink a eth0\nuplink b eth0\nforward 8080 a:80\nforward 127.0.0.1:8080 b:80\n',
+     6, 'forwarded already on line 5'),
+    ('host a\nuplink a eth0\nreach a\n', 3, 'reach needs: HOST PORT'),
+    ('host a\nreach a 5432\n', 2, "host 'a' reaches this machine through its uplink, and it has none"),
+    ('host a\nuplink a eth0\nreach b 5432\n', 3, "host 'b', which is not declared"),
+    ('host a\nuplink a eth0\nreach a 0\n', 3, "bad port '0'"),
+    ('host a\nuplink a eth0\nreach a 5432\nreach a 5432\n', 4, 'reaches port 5432 already'),
 ])
 def test_uplink_errors(text, line, words):
     with pytest.raises(topology.TopologyError) as e:
@@ -139,33 +158,6 @@ def test_forward():
     assert [(f.addr, f.port, f.guest_port, f.line) for f in fwds] == [
         ('127.0.0.1', 8080, 80, 3), ('127.0.0.2', 0, 443, 4)]
     assert str(fwds[1]) == '127.0.0.2:(any free port) -> guest port 443'
-
-
-@pytest.mark.parametrize('text, line, words', [
-    ('host a\nuplink a eth0\nforward 8080\n', 3, 'forward needs: [ADDR:]PORT HOST:PORT'),
-    ('host a\nuplink a eth0\nforward 8080 a\n', 3, 'forward needs'),
-    ('host a\nforward 8080 a:80\n', 2, "host 'a' through its uplink, and it has none"),
-    ('host a\nuplink a eth0\nforward 8080 b:80\n', 3, "host 'b', which is not declared"),
-    ('host a\nuplink a eth0\nforward 0.0.0.0:8080 a:80\n', 3, 'not a loopback address'),
-    ('host a\nuplink a eth0\nforward 10.0.0.1:8080 a:80\n', 3, 'not a loopback address'),
-    ('host a\nuplink a eth0\nforward localhost:8080 a:80\n', 3, "bad address 'localhost'"),
-    ('host a\nuplink a eth0\nforward 65536 a:80\n', 3, "bad port '65536'"),
-    ('host a\nuplink a eth0\nforward -1 a:80\n', 3, "bad port '-1'"),
-    ('host a\nuplink a eth0\nforward 8080 a:0\n', 3, "bad port '0'"),
-    ('host a\nuplink a eth0\nforward 8080 a:http\n', 3, "bad port 'http'"),
-    ('host a\nhost b\nuplink a eth0\nuplink b eth0\nforward 8080 a:80\nforward 127.0.0.1:8080 b:80\n',
-     6, 'forwarded already on line 5'),
-    ('host a\nuplink a eth0\nreach a\n', 3, 'reach needs: HOST PORT'),
-    ('host a\nreach a 5432\n', 2, "host 'a' reaches this machine through its uplink, and it has none"),
-    ('host a\nuplink a eth0\nreach b 5432\n', 3, "host 'b', which is not declared"),
-    ('host a\nuplink a eth0\nreach a 0\n', 3, "bad port '0'"),
-    ('host a\nuplink a eth0\nreach a 5432\nreach a 5432\n', 4, 'reaches port 5432 already'),
-])
-def test_forward_errors_and_reach(text, line, words):
-    with pytest.raises(topology.TopologyError) as e:
-        topology.parse(text, 'labs/x/lab.conf')
-    assert e.value.line == line, e.value
-    assert words in e.value.message, e.value.message
 
 
 @pytest.mark.parametrize('name, cpus', [('bench', [0, 1]), ('bench-smoke', [0, 1])])
