@@ -15,6 +15,10 @@
  *                                   the machine's wrk against /FILE: no
  *                                   non-2xx answer, no socket error; prints
  *                                   requests/s and latency as a bench line
+ *   web_check bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT...
+ *                                   the benchmark: wrk against each server
+ *                                   for each file and number of connections,
+ *                                   one "# bench: scenario=web" line each
  *   web_check quit ADDR PORT        asks a server started with -q to exit
  *
  * The files and their bytes are include/web.h's. Results are KTAP.
@@ -226,9 +230,15 @@ static void check_curl(void)
 	}
 }
 
-static void check_load(const char *file, int conns, int seconds)
+struct load {
+	long non2xx, errors, requests;
+	double rps, p50, p99;
+};
+
+/* Runs the machine's wrk against /@file; false if it did not run. */
+static bool wrk(const char *file, int conns, int seconds, struct load *l)
 {
-	char cmd[512], line[512], name[64];
+	char cmd[512], line[512];
 	long non2xx = 0, errors = 0, requests = -1;
 	double rps = 0, p50 = -1, p99 = -1;
 	FILE *p;
@@ -259,14 +269,59 @@ static void check_load(const char *file, int conns, int seconds)
 			*(a == 50 ? &p50 : &p99) = v * (!strcmp(unit, "s") ? 1e6 :
 							 !strcmp(unit, "ms") ? 1e3 : 1);
 	}
+	*l = (struct load){ non2xx, errors, requests, rps, p50, p99 };
+	return p && !pclose(p) && requests > 0;
+}
+
+static void check_load(const char *file, int conns, int seconds)
+{
+	struct load l;
+	char name[64];
+
 	snprintf(name, sizeof(name), "wrk_%s_%d_connections", file, conns);
-	if (!p || pclose(p) || requests <= 0) {
+	if (!wrk(file, conns, seconds, &l)) {
 		result(false, name, "wrk did not run (a host with tools runs the machine's wrk)");
 		return;
 	}
-	printf("# bench: scenario=web file=%s conns=%d requests=%ld rps=%.1f p50_us=%.0f p99_us=%.0f\n",
-	       file, conns, requests, rps, p50, p99);
-	result(non2xx == 0 && errors == 0, name, "non-2xx answers or socket errors");
+	printf("# load: file=%s conns=%d requests=%ld rps=%.1f p50_us=%.0f p99_us=%.0f\n",
+	       file, conns, l.requests, l.rps, l.p50, l.p99);
+	result(l.non2xx == 0 && l.errors == 0, name, "non-2xx answers or socket errors");
+}
+
+/*
+ * The benchmark: every server (METHOD=PORT) under every file and number of
+ * connections, one after the other, in one run (bench.py compares figures
+ * of one log only): a "# bench:" line each, valid when every answer was
+ * a 2xx and no socket failed.
+ */
+static void bench(int seconds, char *conns_list, char *files_list, char **servers, int n)
+{
+	char *files[8], *conns[8], *save;
+	int nf = 0, nc = 0;
+
+	for (char *t = strtok_r(files_list, ",", &save); t && nf < 8; t = strtok_r(NULL, ",", &save))
+		files[nf++] = t;
+	for (char *t = strtok_r(conns_list, ",", &save); t && nc < 8; t = strtok_r(NULL, ",", &save))
+		conns[nc++] = t;
+	for (int f = 0; f < nf; f++) {
+		for (int c = 0; c < nc; c++) {
+			for (int i = 0; i < n; i++) {
+				char method[32], name[96];
+				struct load l;
+				bool ran;
+
+				snprintf(method, sizeof(method), "%.*s", (int)strcspn(servers[i], "="), servers[i]);
+				port = atoi(servers[i] + strcspn(servers[i], "=") + 1);
+				ran = wrk(files[f], atoi(conns[c]), seconds, &l);
+				ran = ran && l.non2xx == 0 && l.errors == 0;
+				printf("# bench: scenario=web method=%s file=%s conns=%s requests=%ld rps=%.1f "
+				       "p50_us=%.0f p99_us=%.0f valid=%d\n", method, files[f], conns[c],
+				       l.requests, l.rps, l.p50, l.p99, ran);
+				snprintf(name, sizeof(name), "%s_%s_%s_connections", method, files[f], conns[c]);
+				result(ran, name, "wrk did not run, or saw non-2xx answers or socket errors");
+			}
+		}
+	}
 }
 
 int main(int argc, char **argv)
@@ -275,7 +330,7 @@ int main(int argc, char **argv)
 	if (argc < 4)
 		goto usage;
 	addr = argv[2];
-	port = atoi(argv[3]);
+	port = atoi(argv[3]);	/* bench: SECONDS; each server names its port */
 	printf("TAP version 13\n");
 	if (!strcmp(argv[1], "http") && argc == 4) {
 		check_http();
@@ -283,6 +338,9 @@ int main(int argc, char **argv)
 		check_curl();
 	} else if (!strcmp(argv[1], "load") && argc == 7) {
 		check_load(argv[4], atoi(argv[5]), atoi(argv[6]));
+	} else if (!strcmp(argv[1], "bench") && argc >= 7) {
+		/* bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT... */
+		bench(atoi(argv[3]), argv[4], argv[5], argv + 6, argc - 6);
 	} else if (!strcmp(argv[1], "quit") && argc == 4) {
 		int s = dial();
 
@@ -295,6 +353,7 @@ int main(int argc, char **argv)
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s http|curl|quit ADDR PORT | load ADDR PORT FILE CONNS SECONDS\n", argv[0]);
+	fprintf(stderr, "usage: %s http|curl|quit ADDR PORT | load ADDR PORT FILE CONNS SECONDS |\n"
+		"       bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT...\n", argv[0]);
 	return 2;
 }

@@ -52,6 +52,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              'ops_s', 'ops/s', True, 'epoll_read', 'calls_per_op', ('guest_cpu_us_per_op',)),
     Scenario('accept', 'Accepted connections between two hosts', ('conns', 'side'),
              'conns_s', 'connections/s', True, 'epoll', 'calls_per_conn', ('guest_cpu_us_per_conn',)),
+    # testcases/web_check.c: wrk on one host against each server on the other.
+    Scenario('web', 'HTTP requests from wrk: kevent_httpd and nginx', ('file', 'conns'),
+             'rps', 'requests/s', True, 'nginx', '', ('p50_us', 'p99_us')),
 )}
 
 

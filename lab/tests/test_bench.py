@@ -140,3 +140,16 @@ def test_author_comparison_uses_this_runs_2000_socket_ratio():
 
 def test_author_comparison_without_figures_says_so():
     assert 'no checked 2000-socket figures' in bench.author_comparison([])
+
+
+def test_web_figures_compare_with_nginx_of_the_same_run():
+    log = '\n'.join([
+        '1.0 # bench: scenario=web method=kevent file=small conns=10 requests=900 rps=900.0 '
+        'p50_us=8000 p99_us=30000 valid=1',
+        '2.0 # bench: scenario=web method=nginx file=small conns=10 requests=750 rps=750.0 '
+        'p50_us=9000 p99_us=20000 valid=1',
+        '3.0 # bench: scenario=web method=kevent file=small conns=100 requests=0 rps=0.0 '
+        'p50_us=0 p99_us=0 valid=0'])
+    figs = bench.add_ratios(bench.parse_log(log, 'b.web'))
+    assert figs[0].ratio['rps'] == 1.2 and figs[1].ratio['rps'] == 1.0
+    assert not figs[2].valid and figs[2].ratio == {}
