@@ -19,7 +19,6 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -196,11 +195,3 @@ def tcp_payload(frames_: list[Frame], src: tuple[str, int], dst: tuple[str, int]
         out += piece[len(out) - off:]
     return bytes(out)
 
-
-def wait_for(path: Path, timeout: float = 5) -> bool:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

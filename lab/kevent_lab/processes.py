@@ -194,6 +194,22 @@ class Supervisor:
             self.watchdog = None
 
 
+def wait_for_paths(child: Child, paths: list[Path], what: str, log: Path | None = None,
+                   timeout: float = 10) -> None:
+    """Until every one of @paths exists (a socket, a file the process makes);
+    an error naming @what if @child ends first (with the end of its @log)
+    or after @timeout s."""
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        tail = ': ' + log.read_text(errors='replace')[-500:] if log else ''
+        if not child.running():
+            raise RuntimeError(f'{what} exited{tail}')
+        if time.monotonic() > deadline:
+            raise RuntimeError(f'{what} did not create {", ".join(map(str, paths))} '
+                               f'in {timeout:.0f} s{tail}')
+        time.sleep(0.02)
+
+
 def start_switch(sup: Supervisor, name: str, sockdir: Path, log: Path,
                  rcfile: Path | None = None, mgmt: Path | None = None) -> Child:
     """A vde_switch for one segment, with its control socket in @sockdir,
@@ -211,11 +227,5 @@ def start_switch(sup: Supervisor, name: str, sockdir: Path, log: Path,
         argv += ['--mgmt', str(mgmt), '--mgmtmode', '0600']
     child = sup.start(name, argv, stdout=out, stdin=subprocess.PIPE)
     out.close()
-    deadline = time.monotonic() + 10
-    while not (sockdir / 'ctl').exists():
-        if not child.running():
-            raise RuntimeError(f'vde_switch for {name} exited: {log.read_text()[-500:]}')
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'vde_switch for {name} did not create {sockdir}/ctl')
-        time.sleep(0.02)
+    wait_for_paths(child, [sockdir / 'ctl'], f'vde_switch for {name}', log)
     return child

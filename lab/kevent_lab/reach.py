@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from . import confine
@@ -49,15 +48,9 @@ def relay_argv(host: Host, home: Path) -> list[str]:
                            + [f'{socket_path(home, p)}:{p}' for p in host.reaches])
 
 
-def wait_ready(host: Host, home: Path, running, timeout: float = 10) -> None:
-    """Until the relay listens on every socket; its end is an error."""
-    deadline = time.monotonic() + timeout
-    while not all(socket_path(home, p).exists() for p in host.reaches):
-        if not running():
-            raise RuntimeError(f'the reach relay of host {host.name} ended before it listened')
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'the reach relay of host {host.name} did not listen in {timeout:.0f} s')
-        time.sleep(0.02)
+def sockets(host: Host, home: Path) -> list[Path]:
+    """Where @host's relay listens (it is ready once they all exist)."""
+    return [socket_path(home, p) for p in host.reaches]
 
 
 def describe(host: Host) -> list[str]:

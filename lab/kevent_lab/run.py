@@ -16,7 +16,7 @@ from pathlib import Path
 from . import (capture, confine, guest_text, instances, ktap, port_forward, reach, span, trace,
                uml_paths, uplink)
 from .console_follow import ConsoleFollower
-from .processes import Child, Supervisor, start_switch
+from .processes import Child, Supervisor, start_switch, wait_for_paths
 from .results import HostResult, TestRecord
 from .topology import SLIRP_GUEST, VAR_RE, Host, Topology, size_bytes
 
@@ -150,19 +150,20 @@ def start_uml(sup: Supervisor, kernel: Path, rootfs: Path, host: Host, umid: str
     Each of its port forwards (with the port it got) and reaches is added
     to @forwards, as a line to show."""
     env = uml_env(host, tmp)
+    home = home_dir(tmp, host)
     if host.reaches:
         # Its relay to this machine's loopback listens before the guest runs.
-        relay = sup.start(f'{host.name} reach', reach.relay_argv(host, home_dir(tmp, host)), stdout=out)
-        reach.wait_ready(host, home_dir(tmp, host), relay.running)
+        relay = sup.start(f'{host.name} reach', reach.relay_argv(host, home), stdout=out)
+        wait_for_paths(relay, reach.sockets(host, home), f'the reach relay of host {host.name}')
     opened = port_forward.open_all(host)
     try:
         locator_file = None
         if opened or host.reaches:
             # Several forwards or commands have commas: the locator goes in a file.
             locator_file = port_forward.write_locator(
-                home_dir(tmp, host) / 'uplink.vde',
+                home / 'uplink.vde',
                 uplink.locator(host.uplink_mode, (port_forward.tcpfwd(opened),) if opened else (),
-                               reach.commands(host, home_dir(tmp, host))))
+                               reach.commands(host, home)))
         argv = uml_argv(kernel, rootfs, host, umid, tmp / 'uml', sockets, run_dir,
                         locator_file) + list(extra)
         relay = port_forward.relay(opened)
@@ -509,14 +510,14 @@ def _boot_collect(topo: Topology, kernel: Path, rootfs: Path, results: Path, run
                 rc = tmp / f'{seg}.rc'
                 rc.write_text(capture.rc_lines(captures[seg], results / f'{seg}.pcap'))
             if seg not in carry or rc is not None:
-                start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log', rc)
+                switch = start_switch(sup, f'switch {seg}', sockets[seg], tmp / f'{seg}.log', rc)
             if seg in carry:
                 span.start_carried(sup, seg, sockets[seg], carry[seg], tmp / f'{seg}.log',
                                    switch_running=rc is not None)
             if rc is not None:
-                if not capture.wait_for(results / f'{seg}.pcap'):
-                    raise RuntimeError(f'the switch of segment {seg} did not start its capture: '
-                                       + (tmp / f'{seg}.log').read_text(errors='replace')[-500:])
+                # The plugin makes the file once the switch ran its rc file.
+                wait_for_paths(switch, [results / f'{seg}.pcap'], f'the switch of segment {seg}',
+                               tmp / f'{seg}.log', timeout=5)
                 say(f'capturing segment {seg} into {results / f"{seg}.pcap"}')
         phases['switches'] = time.monotonic() - t0
         say(f'{len(sockets)} segment(s) up in {phases["switches"]:.2f} s')

@@ -26,7 +26,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .processes import Child, Supervisor
+from .processes import Child, Supervisor, wait_for_paths
 from .topology import Topology
 
 # The transports a carried segment may use: vdeplug4 modules that reach
@@ -90,18 +90,11 @@ def start_carried(sup: Supervisor, seg: str, sockdir: Path, locator: str, log: P
     local = f'vde://{sockdir}' if switch_running else f'switch://{sockdir}'
     child = sup.start(f'carried segment {seg}', ['vde_plug', local, locator], stdout=out)
     out.close()
+    what = f'vde_plug for segment {seg} ({locator})'
     if switch_running:
         time.sleep(0.2)
         if not child.running():
-            raise RuntimeError(f'vde_plug for segment {seg} ({locator}) exited: '
-                               + log.read_text(errors='replace')[-500:])
+            raise RuntimeError(f'{what} exited: ' + log.read_text(errors='replace')[-500:])
         return child
-    deadline = time.monotonic() + 10
-    while not (sockdir / 'ctl').exists():
-        if not child.running():
-            raise RuntimeError(f'vde_plug for segment {seg} ({locator}) exited: '
-                               + log.read_text(errors='replace')[-500:])
-        if time.monotonic() > deadline:
-            raise RuntimeError(f'vde_plug for segment {seg} did not create {sockdir}/ctl')
-        time.sleep(0.02)
+    wait_for_paths(child, [sockdir / 'ctl'], what, log)
     return child

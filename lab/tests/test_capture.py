@@ -18,6 +18,15 @@ needs_lab = pytest.mark.skipif(not (KERNEL.exists() and ROOTFS.exists()),
                                reason='kernel and rootfs not built')
 
 
+def wait_for(path, timeout: float = 5) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def pcap(records: list[bytes], order: str = '<') -> bytes:
     out = struct.pack(order + 'IHHiIII', capture.PCAP_MAGIC, 2, 4, 0, 0, 262144, 1)
     for i, data in enumerate(records):
@@ -69,7 +78,7 @@ def test_plugin_builds_and_a_switch_writes_a_pcap_header(tmp_path):
     sw = subprocess.Popen(['vde_switch', '--sock', str(tmp_path / 'sw'), '--rcfile', str(rc)],
                           stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert capture.wait_for(tmp_path / 'seg.pcap')
+        assert wait_for(tmp_path / 'seg.pcap')
         time.sleep(0.2)
         assert capture.frames((tmp_path / 'seg.pcap').read_bytes()) == []
     finally:
@@ -140,7 +149,7 @@ def test_capture_of_a_started_lab(tmp_path):
         cap = subprocess.Popen([sys.executable, str(TOP / 'lab' / 'labctl'), 'capture', '--lab', 'pair',
                                 'lan', '--seconds', '30', '--out', str(pcap_path)],
                                stdout=subprocess.PIPE, text=True)
-        assert capture.wait_for(pcap_path, 10)
+        assert wait_for(pcap_path, 10)
         ex = labctl('exec', '--lab', 'pair', 'client', '--', 'ping -c 3 -i 0.2 10.42.0.1 >/dev/null; echo $?')
         assert ex.stdout.strip() == '0', ex
         # A second capture of the same segment is refused while one runs.

@@ -144,3 +144,21 @@ time.sleep(60)
             break
         time.sleep(0.05)
     assert not private.exists()
+
+
+def test_wait_for_paths_says_why_it_gave_up(tmp_path):
+    from kevent_lab.processes import wait_for_paths
+    log = tmp_path / 'log'
+    log.write_text('no such plugin\n')
+    sup = Supervisor()
+    try:
+        ended = sup.start('ender', ['true'])
+        with pytest.raises(RuntimeError, match='the ender exited: no such plugin'):
+            wait_for_paths(ended, [tmp_path / 'never'], 'the ender', log)
+        sleeper = sup.start('sleeper', ['sleep', '30'])
+        with pytest.raises(RuntimeError, match=r'did not create .*never in 0 s: no such plugin'):
+            wait_for_paths(sleeper, [tmp_path / 'never'], 'the sleeper', log, timeout=0.2)
+        (tmp_path / 'there').touch()
+        wait_for_paths(sleeper, [tmp_path / 'there'], 'the sleeper')
+    finally:
+        sup.stop_all()
