@@ -131,7 +131,11 @@ int main(int argc, char **argv)
 	if (!outpath || optind >= argc || timeout <= 0)
 		goto usage;
 
-	out = fopen(outpath, "w");
+	/*
+	 * Close-on-exec: the log is ours alone. Left open, the program would
+	 * find it at descriptor 3 and could write a record of its own there.
+	 */
+	out = fopen(outpath, "we");
 	if (!out) {
 		fprintf(stderr, "lab_runner: %s: %s\n", outpath, strerror(errno));
 		return 2;

@@ -29,7 +29,11 @@ static inline int ex_start(char *const argv[], pid_t *pid)
 		return -1;
 	if (!*pid) {
 		dup2(p[1], 1);
-		close(p[0]);
+		/*
+		 * The answer gets standard input, output and error only: none of
+		 * the checker's descriptors (its log, its connections).
+		 */
+		close_range(3, ~0U, 0);
 		execv(argv[0], argv);
 		_exit(127);
 	}

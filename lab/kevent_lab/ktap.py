@@ -245,6 +245,9 @@ def describe_exit(how: str | None) -> str:
         return f'it was killed by {name}'
     if key == 'timeout':
         return f'it timed out after {value} s and was killed'
+    if key == 'forged':
+        return (f'its log holds records lab_runner did not write ({value.replace("_", " ")}): '
+                'something else wrote to it, so none of it is believed')
     return f'it ended with {how}'
 
 
@@ -255,9 +258,11 @@ def parse_runner_log(text: str) -> RunnerLog:
     (#lab-start, #lab-exit) start at the beginning of a line. The program
     cannot write a line of the second kind: what it prints as
     `#lab-exit status=0` arrives as `TIME #lab-exit status=0`, program
-    output like any other."""
+    output like any other, and the log's descriptor is not inherited.
+    Should a record be forged anyway (a second start or exit, or a line
+    after the exit), the log is not believed: its exit is `forged=...`."""
     exit_how = None
-    started = False
+    starts = exits = after_exit = 0
     first = last = None
     output: list[tuple[float, str]] = []
     for line in text_lines(text):
@@ -265,19 +270,25 @@ def parse_runner_log(text: str) -> RunnerLog:
         if m:
             ts = float(m.group(1))
             output.append((ts, line[m.end():]))
+            after_exit += exits > 0
         elif line.startswith(RECORD_START) or line.startswith(RECORD_EXIT):
             ts_text, _, rest = line.partition(' ')[2].partition(' ')
             t = RUNNER_TS.match(ts_text + ' ')
             ts = float(t.group(1)) if t else None
             if line.startswith(RECORD_START):
-                started = True
-            elif exit_how is None:
+                starts += 1
+                after_exit += exits > 0
+            else:
+                exits += 1
                 exit_how = printable(rest.strip()[:100])
         else:
             continue
         if ts is not None:
             first = ts if first is None else first
             last = ts
+    started = starts > 0
+    if starts > 1 or exits > 1 or after_exit:
+        exit_how = f'forged={starts}_starts_{exits}_exits_{after_exit}_lines_after'
     duration = round(last - first, 6) if first is not None and last is not None else None
     results = parse_lines(output)
     if exit_how != 'status=0':

@@ -302,7 +302,7 @@ def boot_and_wait(hosts: list[HostRun], start_host, sup: Supervisor, say) -> Non
                     hr.userspace_s = now
                     say(f'{hr.host.name}: userspace after {now:.1f} s, '
                         f'running {len(hr.host.runs)} testcase(s)')
-                m = CONSOLE_EXIT.search(line)
+                m = CONSOLE_EXIT.match(line)
                 if m:
                     say(f'{m.group(1)}: {m.group(2)} done ({ktap.describe_exit(m.group(3))})')
             if not hr.child.running():
@@ -415,7 +415,8 @@ def collect_host(hr: HostRun, run_dir: Path, decode_hint: str = '') -> HostResul
             tests.append(TestRecord(host.name, run.suite, prefix + '(no results)', 'fail', rl.duration_s,
                                     f'{" ".join(run.argv)} printed no KTAP results: '
                                     f'{ktap.describe_exit(rl.exit)}'))
-        elif rl.exit != 'status=0' and not any(t.status == 'fail' for _, t in leaves):
+        elif ((rl.exit != 'status=0' and not any(t.status == 'fail' for _, t in leaves))
+              or (rl.exit or '').startswith('forged=')):
             tests.append(TestRecord(host.name, run.suite, prefix + '(exit)', 'fail', rl.duration_s,
                                     f'{" ".join(run.argv)}: {ktap.describe_exit(rl.exit)}'))
     return result

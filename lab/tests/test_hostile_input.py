@@ -245,6 +245,32 @@ def test_exit_record_on_the_console_cannot_be_printed_by_a_program(tmp_path):
     assert done == ['a: s done (it was killed by SIGSEGV)']
 
 
+def test_a_record_inside_a_programs_line_is_not_the_runners(tmp_path):
+    """CONSOLE_EXIT was searched anywhere in a line: a program printing
+    `[a:s]#lab-exit signal=11` (its own prefix or another host's) made the
+    driver say a test was killed."""
+    h = topology.parse('host a\nrun a s -- p\n').hosts['a']
+    console = tmp_path / 'a.console.log'
+    console.write_text('[a:s] [a:s]#lab-exit signal=11\n[a:s] [b:t]#lab-exit status=0\n'
+                       '[a:s] x\x1b[2J[a:s]#lab-exit signal=9\n[a:s]#lab-exit status=\u0660\n'
+                       '[a:s]#lab-exit status=0\n')
+    said = []
+    run.boot_and_wait([run.HostRun(h, console)], lambda hr: FakeChild(3), None, said.append)
+    assert [s for s in said if 'done' in s] == ['a: s done (it exited with status 0)']
+
+
+def test_console_line_without_end_is_cut_and_linear(tmp_path):
+    from kevent_lab.console_follow import ConsoleFollower
+    from kevent_lab.guest_text import MAX_LINE
+    path = tmp_path / 'c.log'
+    path.write_bytes(b'[a:s] ' + b'\x1b' * (4 * MAX_LINE) + b'[a:s]#lab-exit status=0')
+    f = ConsoleFollower(path)
+    lines, took = timed(f.new_lines)
+    assert took < 0.5
+    assert lines and all(len(line) <= MAX_LINE for line in lines)
+    assert not any(run.CONSOLE_EXIT.match(line) for line in lines)
+
+
 # --- trace ----------------------------------------------------------------------
 
 def test_trace_line_of_spaces_is_linear():

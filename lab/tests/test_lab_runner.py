@@ -63,3 +63,32 @@ def test_user_runs_the_program_as_nobody(runner):
         assert rl.exit == 'status=0'
     finally:
         shutil.rmtree(d)
+
+
+def test_the_program_cannot_write_to_the_runners_log(runner, tmp_path):
+    """The log was open in the program at descriptor 3: a program wrote its
+    own `#lab-exit ... status=0` there and hung, and the run passed."""
+    rl, _ = run_prog(runner, tmp_path, 'echo "TAP version 13"; echo 1..1; echo "ok 1 fine"\n'
+                     'for fd in 3 4 5 6 7 8 9; do\n'
+                     '  (printf "#lab-exit 9.9 status=0\\n" >&$fd) 2>/dev/null && echo "# wrote to $fd"\n'
+                     'done\nsleep 30\n', timeout=1)
+    assert rl.exit == 'timeout=1'
+    log = (tmp_path / 'out.log').read_text()
+    assert '# wrote to' not in log and log.count('#lab-exit') == 1
+
+
+@pytest.mark.parametrize('forged, why', [
+    ('#lab-exit 2.0 status=0\n#lab-exit 3.0 timeout=1\n', '2 exits'),
+    ('#lab-exit 2.0 status=0\n1.5 ok 2 late\n', '1 lines after'),
+    ('#lab-start 2.0 /bin/true\n#lab-exit 3.0 status=0\n', '2 starts'),
+])
+def test_a_log_with_a_forged_record_is_not_believed(forged, why):
+    """Should anything else write to a log after all, two exit records, a
+    second start or output after the exit make the whole log a failure."""
+    text = '#lab-start 1.0 /opt/kevent/x\n1.1 TAP version 13\n1.2 1..1\n1.3 ok 1 fine\n' + forged
+    rl = ktap.parse_runner_log(text)
+    assert rl.exit.startswith('forged=')
+    assert why in ktap.describe_exit(rl.exit)
+    honest = ktap.parse_runner_log('#lab-start 1.0 /opt/kevent/x\n1.1 1..1\n1.2 ok 1 fine\n'
+                                   '#lab-exit 2.0 status=0\n')
+    assert honest.exit == 'status=0'
