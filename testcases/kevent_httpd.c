@@ -498,13 +498,25 @@ enum { OP_ACCEPT, OP_RECV, OP_SEND };
 
 static struct io_uring ring;
 
+/* A free submission entry: when the queue is full, what is in it goes first. */
+static struct io_uring_sqe *uring_sqe(void)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+	while (!sqe) {
+		io_uring_submit(&ring);
+		sqe = io_uring_get_sqe(&ring);
+	}
+	return sqe;
+}
+
 static void uring_recv(struct conn *c)
 {
 	struct io_uring_sqe *sqe;
 
 	if (c->reading || c->eof || c->closing || c->in_len == INBUF || queued(c) == MAX_RESP)
 		return;
-	sqe = io_uring_get_sqe(&ring);
+	sqe = uring_sqe();
 	io_uring_prep_recv(sqe, c->fd, c->in + c->in_len, INBUF - c->in_len, 0);
 	io_uring_sqe_set_data64(sqe, (uint64_t)c->fd << 8 | OP_RECV);
 	c->reading = true;
@@ -519,7 +531,7 @@ static void uring_send(struct conn *c)
 	while (!c->sending && queued(c)) {
 		r = oldest(c);
 		if (c->sent < (size_t)r->head_len) {
-			sqe = io_uring_get_sqe(&ring);
+			sqe = uring_sqe();
 			io_uring_prep_send(sqe, c->fd, r->head + c->sent, r->head_len - c->sent,
 					   MSG_NOSIGNAL | (r->size ? MSG_MORE : 0));
 		} else if (c->sent < r->head_len + (size_t)r->size) {
@@ -531,7 +543,7 @@ static void uring_send(struct conn *c)
 					return;
 				}
 			}
-			sqe = io_uring_get_sqe(&ring);
+			sqe = uring_sqe();
 			io_uring_prep_send(sqe, c->fd, (char *)r->map + (c->sent - r->head_len),
 					   r->head_len + r->size - c->sent, MSG_NOSIGNAL);
 		} else {
@@ -545,7 +557,7 @@ static void uring_send(struct conn *c)
 
 static void uring_accept(int ls)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+	struct io_uring_sqe *sqe = uring_sqe();
 
 	io_uring_prep_accept(sqe, ls, NULL, NULL, SOCK_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, (uint64_t)ls << 8 | OP_ACCEPT);
@@ -555,7 +567,7 @@ static void uring_settle(struct conn *c)
 {
 	if (c->eof || (c->closing && !queued(c))) {
 		if (c->reading || c->sending) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_sqe *sqe = uring_sqe();
 
 			/* What is in flight ends with -ECANCELED; then it goes. */
 			io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);

@@ -15,10 +15,12 @@
  *                                   the machine's wrk against /FILE: no
  *                                   non-2xx answer, no socket error; prints
  *                                   requests/s and latency as a bench line
- *   web_check bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT...
+ *   web_check bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT...
  *                                   the benchmark: wrk against each server
- *                                   for each file and number of connections,
- *                                   one "# bench: scenario=web" line each
+ *                                   at each point, one "# bench:
+ *                                   scenario=web" line each; with web_cpu
+ *                                   on the server's host at cpu=PORT, its
+ *                                   guest's CPU per request
  *   web_check quit ADDR PORT        asks a server started with -q to exit
  *
  * The files and their bytes are include/web.h's. Results are KTAP.
@@ -36,6 +38,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "bench_net.h"
 #include "web.h"
 
 static const char *addr;
@@ -243,8 +246,9 @@ static bool wrk(const char *file, int conns, int seconds, struct load *l)
 	double rps = 0, p50 = -1, p99 = -1;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "wrk --latency -t1 -c%d -d%ds --timeout 10s http://%s:%d/%s 2>&1",
-		 conns, seconds, addr, port, file);
+	/* A request may take as long as the run (1000 connections of 256 KiB). */
+	snprintf(cmd, sizeof(cmd), "wrk --latency -t1 -c%d -d%ds --timeout %ds http://%s:%d/%s 2>&1",
+		 conns, seconds, seconds > 10 ? seconds : 10, addr, port, file);
 	p = popen(cmd, "r");
 	while (p && fgets(line, sizeof(line), p)) {
 		long a, b, c, d;
@@ -288,38 +292,101 @@ static void check_load(const char *file, int conns, int seconds)
 	result(l.non2xx == 0 && l.errors == 0, name, "non-2xx answers or socket errors");
 }
 
-/*
- * The benchmark: every server (METHOD=PORT) under every file and number of
- * connections, one after the other, in one run (bench.py compares figures
- * of one log only): a "# bench:" line each, valid when every answer was
- * a 2xx and no socket failed.
- */
-static void bench(int seconds, char *conns_list, char *files_list, char **servers, int n)
+/* The server guest's busy time so far (web_cpu on @cpu_port), or -1. */
+static double server_busy(int cpu_port, const char *word)
 {
-	char *files[8], *conns[8], *save;
-	int nf = 0, nc = 0;
+	int saved = port, s;
+	char line[64] = "";
+	ssize_t n;
 
-	for (char *t = strtok_r(files_list, ",", &save); t && nf < 8; t = strtok_r(NULL, ",", &save))
-		files[nf++] = t;
-	for (char *t = strtok_r(conns_list, ",", &save); t && nc < 8; t = strtok_r(NULL, ",", &save))
-		conns[nc++] = t;
-	for (int f = 0; f < nf; f++) {
-		for (int c = 0; c < nc; c++) {
-			for (int i = 0; i < n; i++) {
-				char method[32], name[96];
-				struct load l;
-				bool ran;
+	port = cpu_port;
+	s = dial();
+	port = saved;
+	if (s < 0)
+		return -1;
+	send_all(s, word);
+	n = recv(s, line, sizeof(line) - 1, MSG_WAITALL);
+	close(s);
+	return n > 0 ? atof(line) : -1;
+}
 
-				snprintf(method, sizeof(method), "%.*s", (int)strcspn(servers[i], "="), servers[i]);
-				port = atoi(servers[i] + strcspn(servers[i], "=") + 1);
-				ran = wrk(files[f], atoi(conns[c]), seconds, &l);
-				ran = ran && l.non2xx == 0 && l.errors == 0;
-				printf("# bench: scenario=web method=%s file=%s conns=%s requests=%ld rps=%.1f "
-				       "p50_us=%.0f p99_us=%.0f valid=%d\n", method, files[f], conns[c],
-				       l.requests, l.rps, l.p50, l.p99, ran);
-				snprintf(name, sizeof(name), "%s_%s_%s_connections", method, files[f], conns[c]);
-				result(ran, name, "wrk did not run, or saw non-2xx answers or socket errors");
+/*
+ * Before each point the server's guest must be idle again (below 5% busy
+ * over half a second, for up to 60 s): closing a thousand connections, or
+ * sending what the last point's clients no longer read, is work too, and
+ * would be charged to the next server.
+ */
+static void settle(int cpu_port)
+{
+	double before = server_busy(cpu_port, "busy"), now;
+
+	for (int i = 0; i < 120 && before >= 0; i++, before = now) {
+		usleep(500 * 1000);
+		now = server_busy(cpu_port, "busy");
+		if (now < 0 || now - before < 0.025)
+			return;
+	}
+}
+
+/*
+ * The benchmark: every server (METHOD=PORT) at every point (FILE:CONNS:
+ * SECONDS), one after the other, in one run (bench.py compares figures of
+ * one log only): a "# bench:" line each, valid when wrk answered, every
+ * answer was a 2xx and no socket failed. With cpu=PORT (web_cpu on the
+ * server's host) each line also has the server guest's CPU per request and
+ * how busy each guest was: a client near 1.0 means wrk, not the server,
+ * set the pace.
+ */
+static void bench(char *points_list, char **servers, int n)
+{
+	char *points[16], *save;
+	int np = 0, cpu_port = 0;
+
+	for (char *t = strtok_r(points_list, ",", &save); t && np < 16; t = strtok_r(NULL, ",", &save))
+		points[np++] = t;
+	for (int i = 0; i < n; i++)
+		if (!strncmp(servers[i], "cpu=", 4))
+			cpu_port = atoi(servers[i] + 4);
+	for (int p = 0; p < np; p++) {
+		char file[32];
+		int conns, seconds;
+
+		if (sscanf(points[p], "%31[^:]:%d:%d", file, &conns, &seconds) != 3 ||
+		    conns < 1 || seconds < 1) {
+			result(false, points[p], "a point is FILE:CONNS:SECONDS");
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			double s0, s1, c0, c1, t0, t1, cpu_us = -1, srv = -1, cli;
+			char method[32], name[96];
+			struct load l;
+			bool ran;
+
+			if (!strncmp(servers[i], "cpu=", 4))
+				continue;
+			snprintf(method, sizeof(method), "%.*s", (int)strcspn(servers[i], "="), servers[i]);
+			if (cpu_port)
+				settle(cpu_port);
+			port = atoi(servers[i] + strcspn(servers[i], "=") + 1);
+			s0 = cpu_port ? server_busy(cpu_port, "busy") : -1;
+			c0 = bench_guest_busy();
+			t0 = bench_now();
+			ran = wrk(file, conns, seconds, &l);
+			t1 = bench_now();
+			c1 = bench_guest_busy();
+			s1 = cpu_port ? server_busy(cpu_port, "busy") : -1;
+			ran = ran && l.non2xx == 0 && l.errors == 0;
+			if (s0 >= 0 && s1 >= s0) {
+				srv = (s1 - s0) / (t1 - t0);
+				cpu_us = l.requests > 0 ? (s1 - s0) * 1e6 / l.requests : -1;
 			}
+			cli = (c1 - c0) / (t1 - t0);
+			printf("# bench: scenario=web method=%s file=%s conns=%d seconds=%d requests=%ld "
+			       "rps=%.1f p50_us=%.0f p99_us=%.0f server_cpu_us_per_req=%.1f "
+			       "server_busy=%.2f client_busy=%.2f valid=%d\n", method, file, conns,
+			       seconds, l.requests, l.rps, l.p50, l.p99, cpu_us, srv, cli, ran);
+			snprintf(name, sizeof(name), "%s_%s_%d_connections", method, file, conns);
+			result(ran, name, "wrk did not run, or saw non-2xx answers or socket errors");
 		}
 	}
 }
@@ -330,7 +397,7 @@ int main(int argc, char **argv)
 	if (argc < 4)
 		goto usage;
 	addr = argv[2];
-	port = atoi(argv[3]);	/* bench: SECONDS; each server names its port */
+	port = atoi(argv[3]);	/* bench: the points; each server names its port */
 	printf("TAP version 13\n");
 	if (!strcmp(argv[1], "http") && argc == 4) {
 		check_http();
@@ -338,9 +405,9 @@ int main(int argc, char **argv)
 		check_curl();
 	} else if (!strcmp(argv[1], "load") && argc == 7) {
 		check_load(argv[4], atoi(argv[5]), atoi(argv[6]));
-	} else if (!strcmp(argv[1], "bench") && argc >= 7) {
-		/* bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT... */
-		bench(atoi(argv[3]), argv[4], argv[5], argv + 6, argc - 6);
+	} else if (!strcmp(argv[1], "bench") && argc >= 5) {
+		/* bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT... */
+		bench(argv[3], argv + 4, argc - 4);
 	} else if (!strcmp(argv[1], "quit") && argc == 4) {
 		int s = dial();
 
@@ -354,6 +421,6 @@ int main(int argc, char **argv)
 	return failed ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: %s http|curl|quit ADDR PORT | load ADDR PORT FILE CONNS SECONDS |\n"
-		"       bench ADDR SECONDS CONNS,... FILE,... METHOD=PORT...\n", argv[0]);
+		"       bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT...\n", argv[0]);
 	return 2;
 }

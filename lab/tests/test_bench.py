@@ -153,3 +153,18 @@ def test_web_figures_compare_with_nginx_of_the_same_run():
     figs = bench.add_ratios(bench.parse_log(log, 'b.web'))
     assert figs[0].ratio['rps'] == 1.2 and figs[1].ratio['rps'] == 1.0
     assert not figs[2].valid and figs[2].ratio == {}
+
+
+def test_web_verdict_states_each_target_met_or_missed():
+    def line(method, conns, rps, cpu, busy=0.95):
+        return (f'# bench: scenario=web method={method} file=small conns={conns} requests=1 '
+                f'rps={rps} server_cpu_us_per_req={cpu} client_busy={busy} valid=1')
+    log = '\n'.join([line('kevent', 100, 1200.0, 700.0), line('nginx', 100, 1000.0, 800.0),
+                     line('epoll', 100, 1000.0, 650.0),
+                     line('kevent', 1000, 400.0, 3000.0, 0.5), line('nginx', 1000, 800.0, 1200.0, 0.5)])
+    text = bench.web_verdict(bench.add_ratios(bench.parse_log(log, 'b.web')))
+    assert '3 380 against epoll 2 200' in text
+    assert ('- 100 connections, 64 B: kevent/nginx 1.20 in requests/s, 0.88 in server CPU per request; '
+            'kevent/epoll 1.20 and 1.08 (targets: met against nginx, missed against epoll). '
+            "The client's guest was up to 95% busy, so wrk set much of the pace") in text
+    assert '- 1000 connections: no checked figures' in text
