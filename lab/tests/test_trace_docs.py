@@ -51,3 +51,23 @@ def test_every_function_the_table_names_is_in_the_series():
             continue
         # Defined (at the start of a line the series adds) and calling the tracepoint.
         assert re.search(rf'^\+(?:static )?[\w\s\*]*\b{name}\(', text, re.M), f'{tp}: no {name}()'
+
+
+def test_the_docs_trace_excerpts_are_what_make_lab_trace_prints():
+    """docs/internals.md quoted raw trace lines, cut down, in a format no
+    command prints: each excerpt line must be a line of the story the driver
+    prints for the golden trace, with its header."""
+    from kevent_lab import trace
+    golden = TOP / 'lab' / 'tests' / 'golden' / 'trace'
+    story = trace.story(trace.parse((golden / 'echo_server.trace').read_text())).splitlines()
+    doc = DOC.read_text()
+    section = doc[doc.index('### Reading the trace of `make lab-trace`'):
+                  doc.index('### The same exchange on the wire')]
+    blocks = re.findall(r'```\n(.*?)```', section, re.S)
+    assert len(blocks) >= 5
+    for block in blocks:
+        lines = block.rstrip('\n').splitlines()
+        assert lines[0] == story[0]
+        for line in lines[1:]:
+            assert line in story, line
+    assert 'one run' in section and 'other' in section   # timings vary, and it says so
