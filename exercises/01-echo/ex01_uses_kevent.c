@@ -4,7 +4,7 @@
  * runs, checks that it waits with a kevent queue and KEVENT_SOCKET kevents,
  * and not with epoll, poll() or threads.
  *
- *   ex01_uses_kevent PROGRAM PORT
+ *   ex01_uses_kevent PROGRAM PORT [LATE_MS]
  *
  * It looks at /proc/PID/fd and /proc/PID/fdinfo of the process whose name
  * is PROGRAM, at a moment when the answer must be waiting: while a
@@ -12,7 +12,9 @@
  * answer serves one client more than ex01_check opens, ours, so it cannot
  * have finished before we look, however fast it is. (Sampling /proc every
  * 10 ms, as this checker did before, missed a fast answer about one run
- * in 30.)
+ * in 30.) With LATE_MS it connects only after that long, when the other
+ * clients are done and a fast answer waits for nothing but us: the moment
+ * the old checker missed, which the exercise's lab now creates every run.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -140,14 +142,16 @@ int main(int argc, char **argv)
 	int pid = 0, conn;
 	char c;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s PROGRAM PORT\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s PROGRAM PORT [LATE_MS]\n", argv[0]);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ksft_print_header();
 	ksft_set_plan(2);
+	if (argc == 4)
+		usleep(atoi(argv[3]) * 1000);
 	conn = dial_local(atoi(argv[2]));
 	if (conn < 0) {
 		ksft_print_msg("connect to 127.0.0.1:%s: %s: the answer %s\n", argv[2], strerror(errno),

@@ -8,6 +8,7 @@
 #define EX_ANSWER_H
 
 #include <errno.h>
+#include <grp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,8 +16,17 @@
 #include <unistd.h>
 
 /*
- * Start @argv (argv[0] is the program) with its standard output on a pipe.
- * Returns the pipe's read end and sets *@pid, or -1.
+ * The user a student's answer runs as (lab/kevent_lab/run.py's ANSWER_USER):
+ * not the checker's, so that the answer can neither signal nor trace the
+ * checker, nor read its /proc files. A checker that starts the answer itself
+ * runs as root for this alone.
+ */
+#define EX_ANSWER_UID	1000
+
+/*
+ * Start @argv (argv[0] is the program) with its standard output on a pipe,
+ * as EX_ANSWER_UID when we are root. Returns the pipe's read end and sets
+ * *@pid, or -1.
  */
 static inline int ex_start(char *const argv[], pid_t *pid)
 {
@@ -34,6 +44,11 @@ static inline int ex_start(char *const argv[], pid_t *pid)
 		 * the checker's descriptors (its log, its connections).
 		 */
 		close_range(3, ~0U, 0);
+		if (!geteuid() && (setgroups(0, NULL) || setgid(EX_ANSWER_UID) ||
+				   setuid(EX_ANSWER_UID))) {
+			fprintf(stderr, "cannot become user %d: %s\n", EX_ANSWER_UID, strerror(errno));
+			_exit(126);
+		}
 		execv(argv[0], argv);
 		_exit(127);
 	}

@@ -46,6 +46,11 @@ def pinned_cpu(cpu: int, available: list[int]) -> int:
 # The guest user a `user` run runs as (nobody): no file of the run
 # directory is its, so it cannot rewrite results; it cannot mount.
 GUEST_USER = 65534
+# The user a student's answer (an `answer` run) runs as: not the checkers'
+# user, so that an answer can neither signal nor trace the program that
+# judges it. exercises/include/ex_answer.h drops to the same uid where a
+# checker starts the answer itself.
+ANSWER_USER = 1000
 
 
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
@@ -227,7 +232,7 @@ def run_script(host: Host, startup: str = '', variables: dict[str, str] | None =
     def runner(run) -> str:
         prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
         env = ''.join(f'{shlex.quote(pair)} ' for pair in run.env)
-        user = f'-u {GUEST_USER} ' if run.user else ''
+        user = f'-u {ANSWER_USER if run.answer else GUEST_USER} ' if run.user else ''
         return ((f'env {env}' if env else '') + f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
                 f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} {user}-- '
                 + ' '.join(_word(a) for a in prog))

@@ -74,6 +74,7 @@ class Run:
     line: int = 0           # where it is in lab.conf
     trace: list[str] = field(default_factory=list)  # tracepoints enabled while it runs
     user: bool = True       # runs as an unprivileged user of the guest; False: `root`
+    answer: bool = False    # a student's answer: a user of its own, apart from the checkers
 
     @property
     def variables(self) -> list[str]:
@@ -153,7 +154,7 @@ def _options(words: list[str], allowed: dict[str, str], err,
     return out
 
 
-RUN_USAGE = ('run needs: HOST SUITE [timeout=S] [background] [root] [env=NAME=VALUE] [trace[=EVENTS]] '
+RUN_USAGE = ('run needs: HOST SUITE [timeout=S] [background] [root|answer] [env=NAME=VALUE] [trace[=EVENTS]] '
              '-- PROGRAM [ARGS...]')
 
 # What `trace` alone enables: every kevent tracepoint (include/trace/events/kevent.h).
@@ -396,12 +397,12 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             # A bare `trace` traces the kevent tracepoints.
             opt_words = ['trace=' + DEFAULT_TRACE if w == 'trace' else w for w in head[2:]]
             opts = _options(opt_words, {'timeout': 'SECONDS', 'background': '', 'user': '', 'root': '',
-                                        'env': 'KEY=VALUE', 'trace': 'EVENTS'},
+                                        'answer': '', 'env': 'KEY=VALUE', 'trace': 'EVENTS'},
                             err, repeatable=('env',))
             run = Run(suite, argv, background='background' in opts, part=part, line=lineno,
-                      user='root' not in opts)
-            if 'root' in opts and 'user' in opts:
-                err('a run is either root or user, not both')
+                      user='root' not in opts, answer='answer' in opts)
+            if 'root' in opts and ('user' in opts or 'answer' in opts):
+                err('a run is either root or user (or answer), not both')
             for word in argv[1:]:
                 if '$' in word and not (VAR_RE.match(word) and word[1:] in RUN_VARS):
                     err(f'{word!r}: a run line may name only the driver\'s variables, each as a '
