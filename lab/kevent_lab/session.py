@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import termios
+import threading
 import time
 import tty
 from pathlib import Path
@@ -38,6 +39,8 @@ READY_MARK = 'lab: ready for console and exec'
 
 def interactive_script(host: Host, startup: str, variables: dict[str, str] | None = None) -> str:
     lines = ['# Written by labctl start; runs inside the guest.'] + setup_lines(host, variables)
+    # A HOST.startup tells a started lab from a run by it (docs/lab.md).
+    lines.append('LAB_STARTED=1')
     if startup:
         lines.append(startup.rstrip('\n'))
     # lab_console: a shell with its tty as controlling terminal and every
@@ -345,20 +348,55 @@ def exec_command(lab: str, work: Path, host: str, command: list[str], timeout: f
     return status
 
 
+def _size_console(lab: str, work: Path, host: str, ident: str | None, size: os.terminal_size) -> None:
+    """Gives the host's console terminal (/dev/tty1) this terminal's size.
+
+    Through the exec console (/dev/tty2), never typed into the console
+    itself, where it would go to whatever runs in the foreground there: the
+    guest's tty then tells that foreground program (SIGWINCH), as a local
+    terminal does."""
+    inst, state = find_instance(work, lab, ident)
+    lock = os.open(inst.path / f'{host}.exec.lock', os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fd = guest_shell.open_pts(host_pts(state, host, guest_shell.EXEC))
+        try:
+            guest_shell.run(fd, host, ['stty', '-F', f'/dev/tty{guest_shell.CONSOLE}', 'rows', str(size.lines),
+                                       'cols', str(size.columns)], 10)
+        except guest_shell.ShellError:
+            pass                # the console keeps its old size; nothing else is lost
+        finally:
+            os.close(fd)
+    finally:
+        os.close(lock)
+
+
 def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
     """The host's shell on this terminal, until Ctrl-]."""
     fd = guest_shell.open_pts(host_pts(find_instance(work, lab, ident)[1], host))
     print(f'[{host}: console, Ctrl-] to leave]\r')
     stdin = sys.stdin.fileno()
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
+    resized = threading.Event()
+
+    def sizer() -> None:
+        # One resize at a time, the latest size: a window dragged wide sends many.
+        while resized.wait():
+            resized.clear()
+            try:
+                _size_console(lab, work, host, ident, os.get_terminal_size(stdin))
+            except (OSError, SystemExit):
+                return
+    old_winch = None
     try:
         if saved:
             tty.setraw(stdin)
-            # The guest's terminal gets this one's size (stty size, editors).
-            size = os.get_terminal_size(stdin)
-            os.write(fd, f'stty rows {size.lines} cols {size.columns}\n'.encode())
-        else:
-            os.write(fd, b'\n')
+            # The guest's terminal gets this one's size (stty size, editors),
+            # now and whenever this one changes.
+            threading.Thread(target=sizer, daemon=True).start()
+            resized.set()
+            old_winch = signal.signal(signal.SIGWINCH, lambda *_: resized.set())
+        os.write(fd, b'\n')
         while True:
             r, _, _ = select.select([fd, stdin], [], [])
             if fd in r:
@@ -369,6 +407,8 @@ def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
                     break
                 os.write(fd, data)
     finally:
+        if old_winch is not None:
+            signal.signal(signal.SIGWINCH, old_winch)
         if saved:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
         os.close(fd)

@@ -6,6 +6,8 @@ and a host's hostfs reaches only its own directory.
 Needs the built kernel and rootfs; skipped, and said so, without them."""
 import fcntl
 import os
+import subprocess
+import signal
 import pty
 import select
 import struct
@@ -97,6 +99,15 @@ def test_console_ctrl_c_and_size(pair):
         pump(1.5)
         os.write(fd, b'sleep 100\n')
         pump(1)
+        # A command left running in the console: exec still answers at once.
+        t0 = time.monotonic()
+        ex = subprocess.run([str(TOP / 'lab' / 'labctl'), 'exec', '--lab', 'pair', '--id', pair,
+                             'client', '--', 'hostname'], capture_output=True, timeout=30)
+        exec_took = time.monotonic() - t0
+        # The window changes size while `sleep` runs: the guest's terminal follows.
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 30, 100, 0, 0))
+        os.kill(pid, signal.SIGWINCH)
+        pump(2)
         os.write(fd, b'\x03')
         pump(0.5)
         os.write(fd, b'echo "ali""ve"; stty size\n')
@@ -106,5 +117,7 @@ def test_console_ctrl_c_and_size(pair):
     finally:
         os.waitpid(pid, 0)
     text = out.decode(errors='replace')
+    assert ex.returncode == 0 and ex.stdout.strip() == b'client' and exec_took < 10, (ex, exec_took)
     assert 'alive' in text, text[-500:]            # Ctrl-C ended the sleep
-    assert '40 132' in text, text[-500:]
+    assert '30 100' in text, text[-500:]            # the size after the resize, not 40 132
+    assert 'stty rows' not in text, text[-500:]     # nothing typed into the console for it
