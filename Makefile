@@ -165,7 +165,8 @@ test:
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
 	if [ $$built = 1 ]; then \
 		echo "== KUnit"; $(MAKE) -s kunit || rc=1; \
-		echo "== lab $(LAB)"; $(MAKE) -s lab-run LAB=$(LAB) || rc=1; \
+		echo "== lab $(LAB)"; \
+		$(MAKE) -s lab-run LAB=$(LAB) $(if $(wildcard lab/labs/$(LAB)/expected),EXPECT=1) || rc=1; \
 		for l in $(TEST_LABS); do \
 			echo "== lab $$l"; \
 			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \

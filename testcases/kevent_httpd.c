@@ -7,9 +7,11 @@
  *
  * MODE    kevent  KEVENT_SOCKET for accepts; per connection one aio_recv()
  *                 (KEVENT_NAIO_RECV_SOME) posted at a time, each response's
- *                 header sent with aio_send() (zero-copy: it stays put until
- *                 acknowledged) and its body with aio_sendfile(), all
- *                 completions read with one WAIT
+ *                 header (and a small body) sent with a plain send() when
+ *                 the socket takes it whole and nothing is under way, else
+ *                 with aio_send() (zero-copy: it stays put until
+ *                 acknowledged), a large body with aio_sendfile(), all
+ *                 completions read with WAIT
  *         epoll   level-triggered epoll, non-blocking read(), write() of the
  *                 header and sendfile() of the body
  *         uring   io_uring: accept, recv, and send of the header and of the
@@ -24,7 +26,8 @@
  *
  * It answers GET and HEAD of regular files below DOCROOT (no "..") with
  * 200 and their Content-Length, 404 for anything else, 400 for what it
- * cannot parse and 501 for other methods; keeps connections alive (HTTP/1.1,
+ * cannot parse, 501 for other methods and 500 when it cannot open a file
+ * for want of descriptors or memory (not the client's fault); keeps connections alive (HTTP/1.1,
  * unless "Connection: close"; HTTP/1.0 only with "Connection: keep-alive");
  * and answers pipelined requests in order. At the end it prints KTAP: the
  * requests it answered, by status.
@@ -44,6 +47,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -91,7 +95,7 @@ static const char *docroot;
 static struct conn *conns[MAX_FD];
 static bool quit_enabled;
 static volatile sig_atomic_t stop;
-static unsigned long answered[4];	/* 200, 400, 404, 501 */
+static unsigned long answered[5];	/* 200, 400, 404, 501, 500 */
 
 static void on_signal(int sig)
 {
@@ -120,7 +124,7 @@ static void respond(struct conn *c, char *req)
 	struct resp *r = &c->q[c->tail++ % MAX_RESP];
 	char method[8], path[1024], version[16], full[1200];
 	const char *status = "200 OK", *body = "";
-	bool head_only, keep;
+	bool head_only, keep, bad;
 	struct stat st;
 	char *line;
 
@@ -170,15 +174,19 @@ static void respond(struct conn *c, char *req)
 		goto out;
 	}
 	snprintf(full, sizeof(full), "%s%s", docroot, path);
-	if (path[0] != '/' || strstr(path, "..") ||
-	    (r->file = open(full, O_RDONLY | O_CLOEXEC)) < 0 ||
+	bad = path[0] != '/' || strstr(path, "..");
+	if (bad || (r->file = open(full, O_RDONLY | O_CLOEXEC)) < 0 ||
 	    fstat(r->file, &st) || !S_ISREG(st.st_mode)) {
+		bool missing = bad || r->file >= 0 || errno == ENOENT || errno == ENOTDIR ||
+			       errno == EACCES || errno == ENAMETOOLONG;
+
 		if (r->file >= 0)
 			close(r->file);
 		r->file = -1;
-		status = "404 Not Found";
-		body = "not found\n";
-		answered[2]++;
+		/* Out of descriptors or memory is ours, not the client's: 500. */
+		status = missing ? "404 Not Found" : "500 Internal Server Error";
+		body = missing ? "not found\n" : "server error\n";
+		answered[missing ? 2 : 4]++;
 		goto out;
 	}
 	answered[0]++;
@@ -375,23 +383,52 @@ static void kevent_post_recv(struct conn *c)
 		c->reading = true;
 }
 
+/*
+ * Sends what it can of @len bytes at @buf at once, with a plain send(): a
+ * small response fits the socket's buffer, and then no zero-copy request,
+ * no page pinning and no completion to wait for are needed. The rest, if
+ * any, goes as an aio_send(). Only while no request of the connection is
+ * under way: it would overtake them. Returns the request's id, -2 if none
+ * was needed, -1 on error.
+ */
+static long kevent_send_now(struct conn *c, const char *buf, size_t len, bool *aio_busy)
+{
+	ssize_t n = 0;
+
+	if (!*aio_busy) {
+		n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN)
+			return -1;
+		n = n < 0 ? 0 : n;
+		if ((size_t)n == len)
+			return -2;
+	}
+	*aio_busy = true;
+	return kevent_aio_send(kq, c->fd, buf + n, len - n, 0);
+}
+
 /* Starts the responses parse() queued since @from. */
 static void kevent_send(struct conn *c, unsigned int from)
 {
+	bool aio_busy = false;
+
+	for (unsigned int i = c->head; i != from; i++)
+		aio_busy |= c->q[i % MAX_RESP].parts > 0;
 	for (; from != c->tail; from++) {
 		struct resp *r = &c->q[from % MAX_RESP];
 
 		r->parts = 0;
-		r->ids[0] = kevent_aio_send(kq, c->fd, r->head, r->head_len, 0);
+		r->ids[0] = kevent_send_now(c, r->head, r->head_len, &aio_busy);
 		r->parts += r->ids[0] >= 0;
 		r->ids[1] = -1;
-		if (r->ids[0] >= 0 && r->file >= 0 && r->size) {
+		if (r->ids[0] != -1 && r->file >= 0 && r->size) {
 			/* aio_sendfile sends from the offset and leaves it there. */
 			lseek(r->file, 0, SEEK_SET);
 			r->ids[1] = kevent_aio_sendfile(kq, r->file, c->fd, r->size, 0);
 			r->parts += r->ids[1] >= 0;
+			aio_busy = true;
 		}
-		if (r->ids[0] < 0 || (r->file >= 0 && r->size && r->ids[1] < 0))
+		if (r->ids[0] == -1 || (r->file >= 0 && r->size && r->ids[1] < 0))
 			c->eof = true;
 	}
 }
@@ -422,11 +459,20 @@ static void kevent_progress(struct conn *c)
 {
 	unsigned int from;
 
-	while (queued(c) && oldest(c)->parts == 0)
-		end_oldest(c);
-	from = c->tail;
-	parse(c);
-	kevent_send(c, from);
+	/*
+	 * What went out with a plain send() is done at once and makes room for
+	 * requests still waiting in the input; no completion will come to say
+	 * so, so answer them now, until nothing more can be answered.
+	 */
+	for (;;) {
+		while (queued(c) && oldest(c)->parts == 0)
+			end_oldest(c);
+		from = c->tail;
+		parse(c);
+		if (c->tail == from)
+			break;
+		kevent_send(c, from);
+	}
 	kevent_post_recv(c);
 	kevent_settle(c);
 }
@@ -441,15 +487,13 @@ static void run_kevent(int ls, time_t deadline)
 		die("kevent");
 	while (!stop && time(NULL) < deadline) {
 		/*
-		 * WAIT returns once num events are ready (the seed's rule): wait
-		 * for one, then take what else is ready without waiting.
+		 * WAIT returns once num events are ready (the seed's rule): take
+		 * what is ready without waiting, one call per batch while busy,
+		 * and only when nothing is, wait for one.
 		 */
-		n = kevent_wait(kq, evs, 1, 1000);
-		if (n == 1) {
-			long more = kevent_wait(kq, evs + 1, 63, 0);
-
-			n += more > 0 ? more : 0;
-		}
+		n = kevent_wait(kq, evs, 64, 0);
+		if (n <= 0)
+			n = kevent_wait(kq, evs, 1, 1000);
 		for (i = 0; i < n; i++) {
 			struct ukevent *e = &evs[i];
 			int fd = e->id.raw[0];
@@ -633,6 +677,7 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	int ls, one = 1, opt, seconds = 600;
+	struct rlimit files;
 	enum mode mode;
 	bool make = false;
 
@@ -657,6 +702,15 @@ int main(int argc, char **argv)
 		mode = URING;
 	else
 		goto usage;
+	/*
+	 * A connection and the file it is sent: 1000 connections need more
+	 * descriptors than the usual soft limit of 1024 (nginx raises it too,
+	 * worker_rlimit_nofile).
+	 */
+	if (!getrlimit(RLIMIT_NOFILE, &files)) {
+		files.rlim_cur = files.rlim_max < MAX_FD ? files.rlim_max : MAX_FD;
+		setrlimit(RLIMIT_NOFILE, &files);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
@@ -677,8 +731,8 @@ int main(int argc, char **argv)
 		run_epoll(ls, time(NULL) + seconds);
 	else
 		run_uring(ls, time(NULL) + seconds);
-	printf("# answered: %lu 200, %lu 400, %lu 404, %lu 501\n",
-	       answered[0], answered[1], answered[2], answered[3]);
+	printf("# answered: %lu 200, %lu 400, %lu 404, %lu 501, %lu 500\n",
+	       answered[0], answered[1], answered[2], answered[3], answered[4]);
 	printf("%s 1 served_until_%s\n", stop ? "ok" : "not ok",
 	       stop ? "asked_to_stop" : "its_deadline");
 	return stop ? 0 : 1;

@@ -53,7 +53,9 @@ int main(int argc, char **argv)
 	if (!conf)
 		goto fail;
 	fprintf(conf,
-		"worker_processes 1;\npid " DIR "/nginx.pid;\nerror_log " DIR "/error.log;\n"
+		/* 1000 connections, each with a file open: above the usual 1024. */
+		"worker_processes 1;\nworker_rlimit_nofile 8192;\n"
+		"pid " DIR "/nginx.pid;\nerror_log " DIR "/error.log;\n"
 		"events { worker_connections 4096; use epoll; }\n"
 		"http {\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  tcp_nodelay on;\n"
 		"  keepalive_requests 1000000;\n  default_type application/octet-stream;\n"

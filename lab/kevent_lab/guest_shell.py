@@ -19,6 +19,7 @@ named.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import secrets
@@ -86,6 +87,13 @@ def open_pts(path: str) -> int:
     return fd
 
 
+# What is typed as one line at most (busybox's line editing keeps 1024
+# bytes, with the markers around the command), and the size of each line a
+# longer command is sent in.
+TYPED_MAX = 800
+CHUNK = 512
+
+
 def command_line(words: list[str]) -> str:
     """What the shell runs for `exec HOST -- WORDS`: one word is a shell
     command line (`exec a -- 'ls | wc -l'`), several are a program and its
@@ -140,8 +148,25 @@ def run(fd: int, host: str, words: list[str], timeout: float) -> tuple[int, byte
         raise ShellError(f'the shell on this console says it is {m.group(1).decode(errors="replace")!r}, '
                          f'not {host!r}: nothing was run')
     del buf[:m.end()]
-    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {command_line(words)} ) </dev/null; '
-                  f'echo "__LAB{nonce}""END__$?"\n').encode())
+    line, cleanup = command_line(words), ''
+    if len(line) > TYPED_MAX:
+        # Busybox's line editing keeps 1024 bytes of a typed line and the
+        # rest is lost (the exec hung): a longer command goes over in short
+        # lines into a file, base64 so that no character means anything to
+        # the shell on the way, and runs from there.
+        path = f'/tmp/.lab-exec-{nonce}'
+        text = base64.b64encode(line.encode()).decode()
+        for i in range(0, len(text), CHUNK):
+            os.write(fd, f'echo {text[i:i + CHUNK]} >>{path}.b64; echo "__LAB{nonce}""PART{i}__"\n'.encode())
+            part = _read_until(fd, buf, re.compile(rb'__LAB' + nonce.encode() + f'PART{i}__\r?\n'.encode()),
+                               time.monotonic() + 10)
+            if not part:
+                raise ShellError(f'the shell of {host} did not take the command ({len(line)} bytes)')
+            del buf[:part.end()]
+        line = f'base64 -d {path}.b64 >{path} && . {path}'
+        cleanup = f'; rm -f {path} {path}.b64'
+    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {line} ) </dev/null; '
+                  f'echo "__LAB{nonce}""END__$?"{cleanup}\n').encode())
     begin = _read_until(fd, buf, re.compile(rb'__LAB' + nonce.encode() + rb'BEGIN__\r?\n'),
                         time.monotonic() + timeout)
     end = None

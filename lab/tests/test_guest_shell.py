@@ -5,6 +5,7 @@ lab_console gives the guest's shell."""
 import json
 import os
 import select
+import shutil
 import subprocess
 import threading
 import time
@@ -19,7 +20,7 @@ class FakeHost:
     """UML's side of a console: this process holds the master of the pty
     labctl opens, and copies to and from the guest's terminal."""
 
-    def __init__(self, tmp: Path, hostname: str):
+    def __init__(self, tmp: Path, hostname: str, shell: tuple[str, ...] = ('sh', '-i')):
         self.uml_master, slave = os.openpty()
         self.pts = os.ttyname(slave)
         os.close(slave)
@@ -27,7 +28,7 @@ class FakeHost:
         rc = tmp / f'{hostname}.rc'
         rc.write_text(f'hostname() {{ echo {hostname}; }}\nPS1="{hostname} # "\n')
         self.shell = subprocess.Popen(
-            ['sh', '-i'], stdin=guest_slave, stdout=guest_slave, stderr=guest_slave,
+            list(shell), stdin=guest_slave, stdout=guest_slave, stderr=guest_slave,
             start_new_session=True, env={'ENV': str(rc), 'PATH': os.environ['PATH']},
             preexec_fn=lambda: __import__('fcntl').ioctl(0, __import__('termios').TIOCSCTTY, 1))
         os.close(guest_slave)
@@ -136,3 +137,21 @@ def test_labctl_exec_end_to_end_on_the_stand_in(tmp_path, host, capsys):
         assert capsys.readouterr().out.endswith('a  b\n')
     finally:
         inst.release()
+
+
+@pytest.mark.skipif(not shutil.which('busybox'), reason='no busybox here (make deps installs busybox-static)')
+def test_a_long_command_reaches_busybox_whole(tmp_path):
+    """The guest's shell is busybox's, whose line editing keeps 1024 bytes of
+    a typed line: an exec of about a kilobyte hung (124, no output)."""
+    h = FakeHost(tmp_path, 'c1', ('busybox', 'sh', '-i'))
+    try:
+        arg = 'a b $HOME `x` \'q\' "d" \\ ; | & ' * 150        # 5 KB of what a shell would take apart
+        status, out = shell_run(h, ['printf', '%s\n', arg])
+        assert status == 0 and out == arg.encode() + b'\n'
+        status, out = shell_run(h, ['sh -c "exit 7"; ' + 'true; ' * 300 + 'echo fine'])
+        assert status == 0 and out == b'fine\n'
+        status, out = shell_run(h, ['exit 5 # ' + 'x' * 2000])
+        assert status == 5
+        assert list(Path('/tmp').glob('.lab-exec-*')) == []     # nothing left behind
+    finally:
+        h.close()
