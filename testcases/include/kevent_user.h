@@ -29,6 +29,17 @@
 
 #define KEVENT_CTL_SIZE		sizeof(struct kevent_user_control)
 
+#ifndef __NR_kevent_get_events
+#define __NR_kevent_get_events	455
+#endif
+
+/* kevent_get_events(): between @min_nr and @max_nr events; @args may be NULL. */
+static inline long kevent_get_events(int fd, unsigned int min_nr, unsigned int max_nr,
+				     struct ukevent *out, const struct kevent_get_args *args)
+{
+	return syscall(__NR_kevent_get_events, fd, min_nr, max_nr, out, args);
+}
+
 static inline long sys_kevent_ctl(int fd, void *ctl)
 {
 	return syscall(__NR_kevent_ctl, fd, ctl);
