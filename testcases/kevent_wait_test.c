@@ -76,6 +76,10 @@ TEST_F(get_events, returns_up_to_max_nr_once_min_nr_are_ready)
 	fill(self->p, 5);
 	EXPECT_EQ(3, kevent_get_events(self->kq, 2, 3, out, &args));
 	EXPECT_EQ(KEVENT_POLL, out[0].type);
+	/* Three kevents, each once. */
+	EXPECT_NE(out[0].user[0], out[1].user[0]);
+	EXPECT_NE(out[1].user[0], out[2].user[0]);
+	EXPECT_NE(out[0].user[0], out[2].user[0]);
 	/* The seed's WAIT keeps its rule: @num, or the timeout. */
 	EXPECT_EQ(5, kevent_wait(self->kq, out, 5, 1000));
 }
@@ -135,6 +139,8 @@ TEST_F(get_events, an_absolute_timeout_is_a_monotonic_time)
 	args.timeout_ns = t0 + 120 * MS;
 	EXPECT_EQ(0, kevent_get_events(self->kq, 1, 1, out, &args));
 	EXPECT_GE(mono_ns(), t0 + 120 * MS);
+	/* Read as a span it would have waited about 55 years. */
+	EXPECT_LT(mono_ns(), t0 + 5000 * MS);
 	/* A time already past: what is ready, at once. */
 	fill(self->p, 1);
 	args.timeout_ns = t0;
@@ -164,11 +170,78 @@ TEST_F(get_events, without_args_it_waits_for_min_nr_with_no_time_limit)
 	pthread_join(t, NULL);
 }
 
+/* A ready event as one call of each kind sees it: once, however long it waits. */
+TEST_F(get_events, a_level_kevent_is_delivered_once_per_call)
+{
+	struct kevent_get_args args = { .timeout_ns = 100 * MS };
+	struct ukevent out[NPIPES];
+
+	fill(self->p, 1);
+	EXPECT_EQ(1, kevent_get_events(self->kq, 2, 4, out, &args));
+	EXPECT_EQ(1, kevent_wait(self->kq, out, 2, 100));
+}
+
+TEST_F(get_events, a_timeout_past_any_end_or_negative_waits_for_the_event)
+{
+	struct kevent_get_args args = { .timeout_ns = 0x7fffffffffffffffLL };
+	struct ukevent out[NPIPES];
+	pthread_t t;
+
+	/* Relative: the deadline saturates instead of wrapping into the past. */
+	ASSERT_EQ(0, pthread_create(&t, NULL, write_later, &self->p[1][1]));
+	EXPECT_EQ(1, kevent_get_events(self->kq, 1, 1, out, &args));
+	pthread_join(t, NULL);
+	ASSERT_EQ(1, read(self->p[1][0], out, 1));
+	/* Negative means no limit, with KEVENT_GET_ABSTIME too. */
+	args = (struct kevent_get_args){ .timeout_ns = -1, .flags = KEVENT_GET_ABSTIME };
+	ASSERT_EQ(0, pthread_create(&t, NULL, write_later, &self->p[2][1]));
+	EXPECT_EQ(1, kevent_get_events(self->kq, 1, 1, out, &args));
+	EXPECT_EQ(2, out[0].user[0]);
+	pthread_join(t, NULL);
+}
+
+TEST_F(get_events, sigsetsize_without_a_sigmask_is_not_looked_at)
+{
+	struct kevent_get_args args = { .timeout_ns = 0, .sigsetsize = 4 };
+	struct ukevent out[NPIPES];
+
+	fill(self->p, 1);
+	EXPECT_EQ(1, kevent_get_events(self->kq, 1, 1, out, &args));
+}
+
+/*
+ * A kevent that is no longer ready when the call looks at it is no event:
+ * its place in the output reads as zeros, as every place past the events
+ * returned does (a copy of it was left there).
+ */
+TEST_F(get_events, nothing_but_zeros_past_the_events_returned)
+{
+	struct kevent_get_args args = { .timeout_ns = 0 };
+	struct ukevent out[4], zero;
+	char c;
+
+	memset(&zero, 0, sizeof(zero));
+	fill(self->p, 1);
+	ASSERT_EQ(1, read(self->p[0][0], &c, 1));	/* ready, then not */
+	memset(out, 0xa5, sizeof(out));
+	EXPECT_EQ(0, kevent_get_events(self->kq, 0, 4, out, &args));
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(0, memcmp(&out[i], &zero, sizeof(zero)));
+	fill(self->p, 1);
+	ASSERT_EQ(1, read(self->p[0][0], &c, 1));
+	memset(out, 0xa5, sizeof(out));
+	EXPECT_EQ(0, kevent_wait(self->kq, out, 4, 0));
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(0, memcmp(&out[i], &zero, sizeof(zero)));
+}
+
 static volatile sig_atomic_t got_usr1;
+static long long usr1_at;
 
 static void on_usr1(int sig)
 {
 	got_usr1 = 1;
+	usr1_at = mono_ns();
 }
 
 /*
@@ -205,27 +278,41 @@ TEST_F(get_events, its_signal_mask_lets_a_pending_signal_end_the_wait)
 
 TEST_F(get_events, its_signal_mask_holds_a_signal_off_while_it_sleeps)
 {
-	struct kevent_get_args args = { .timeout_ns = 200 * MS, .sigsetsize = KSIGSET };
+	struct kevent_get_args args = { .timeout_ns = 300 * MS, .sigsetsize = KSIGSET };
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1 };
+	struct itimerspec in100 = { .it_value = { .tv_nsec = 100 * MS } };
+	long long start = 0, end = 0;
 	struct ukevent out[NPIPES];
 	sigset_t usr1, pending;
+	timer_t tm;
+	int tries;
 
-	got_usr1 = 0;
 	signal(SIGUSR1, on_usr1);
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
 	args.sigmask = (unsigned long)&usr1;
-	/* Unblocked for the process, blocked for the wait: it stays pending. */
-	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1 };
-	struct itimerspec in50 = { .it_value = { .tv_nsec = 50 * MS } };
-	timer_t tm;
-
 	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &tm));
-	ASSERT_EQ(0, timer_settime(tm, 0, &in50, NULL));
-	EXPECT_EQ(0, kevent_get_events(self->kq, 1, 1, out, &args));
+	/*
+	 * Unblocked for the process, blocked for the wait: the timer's signal
+	 * stays pending until the call returns. A guest so slow that the
+	 * signal came before the call started tests nothing: try again.
+	 */
+	for (tries = 0; tries < 5; tries++) {
+		got_usr1 = 0;
+		ASSERT_EQ(0, timer_settime(tm, 0, &in100, NULL));
+		start = mono_ns();
+		EXPECT_EQ(0, kevent_get_events(self->kq, 1, 1, out, &args));
+		end = mono_ns();
+		if (!got_usr1 || usr1_at >= start)
+			break;
+	}
 	timer_delete(tm);
+	ASSERT_LT(tries, 5);
 	sigpending(&pending);
-	/* Delivered as the call restored the old mask, not during the wait. */
 	EXPECT_EQ(1, got_usr1);
+	/* Delivered as the call returned, after the whole wait, not during it. */
+	EXPECT_GE(usr1_at - start, 290 * MS);
+	EXPECT_GE(end - start, 290 * MS);
 	EXPECT_FALSE(sigismember(&pending, SIGUSR1));
 	signal(SIGUSR1, SIG_DFL);
 }
