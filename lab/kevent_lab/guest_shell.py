@@ -164,9 +164,10 @@ def run(fd: int, host: str, words: list[str], timeout: float) -> tuple[int, byte
                 raise ShellError(f'the shell of {host} did not take the command ({len(line)} bytes)')
             del buf[:part.end()]
         line = f'base64 -d {path}.b64 >{path} && . {path}'
-        cleanup = f'; rm -f {path} {path}.b64'
-    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {line} ) </dev/null; '
-                  f'echo "__LAB{nonce}""END__$?"{cleanup}\n').encode())
+        # Gone before the end is told: nothing is left once exec returns.
+        cleanup = f'__lab_st=$?; rm -f {path} {path}.b64; (exit $__lab_st); '
+    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {line} ) </dev/null; {cleanup}'
+                  f'echo "__LAB{nonce}""END__$?"\n').encode())
     begin = _read_until(fd, buf, re.compile(rb'__LAB' + nonce.encode() + rb'BEGIN__\r?\n'),
                         time.monotonic() + timeout)
     end = None
