@@ -361,12 +361,12 @@ def _size_console(lab: str, work: Path, host: str, ident: str | None, size: os.t
         fcntl.flock(lock, fcntl.LOCK_EX)
         fd = guest_shell.open_pts(host_pts(state, host, guest_shell.EXEC))
         try:
-            guest_shell.run(fd, host, ['stty', '-F', f'/dev/tty{guest_shell.CONSOLE}', 'rows', str(size.lines),
-                                       'cols', str(size.columns)], 10)
-        except guest_shell.ShellError:
-            pass                # the console keeps its old size; nothing else is lost
+            status, _ = guest_shell.run(fd, host, ['stty', '-F', f'/dev/tty{guest_shell.CONSOLE}',
+                                                   'rows', str(size.lines), 'cols', str(size.columns)], 10)
         finally:
             os.close(fd)
+        if status:
+            raise guest_shell.ShellError(f'stty on {host} said {status}')
     finally:
         os.close(lock)
 
@@ -377,16 +377,32 @@ def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
     print(f'[{host}: console, Ctrl-] to leave]\r')
     stdin = sys.stdin.fileno()
     saved = termios.tcgetattr(stdin) if os.isatty(stdin) else None
-    resized = threading.Event()
+    # SIGWINCH says "resized" down a pipe: a handler that took a lock (an
+    # Event's) deadlocked when a second SIGWINCH ran it again inside the
+    # first, as two come at once when a terminal and a program both signal.
+    wake_r, wake_w = os.pipe2(os.O_CLOEXEC)
+    os.set_blocking(wake_w, False)
+
+    def resized() -> None:
+        try:
+            os.write(wake_w, b'.')
+        except (BlockingIOError, OSError):
+            pass                # a resize is pending already, or we are done
 
     def sizer() -> None:
-        # One resize at a time, the latest size: a window dragged wide sends many.
-        while resized.wait():
-            resized.clear()
-            try:
-                _size_console(lab, work, host, ident, os.get_terminal_size(stdin))
-            except (OSError, SystemExit):
-                return
+        # One resize at a time, the latest size: a window dragged wide sends
+        # many. UML gives the exec console a new pty each time its last user
+        # closes it (an exec just ended): until it has, try again, and a
+        # resize that still fails leaves the old size, not this thread dead.
+        while os.read(wake_r, 4096):
+            for _ in range(20):
+                try:
+                    _size_console(lab, work, host, ident, os.get_terminal_size(stdin))
+                    break
+                except (OSError, SystemExit, guest_shell.ShellError):
+                    if select.select([wake_r], [], [], 0.25)[0]:
+                        break           # a newer size came: that one counts
+        os.close(wake_r)
     old_winch = None
     try:
         if saved:
@@ -394,8 +410,8 @@ def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
             # The guest's terminal gets this one's size (stty size, editors),
             # now and whenever this one changes.
             threading.Thread(target=sizer, daemon=True).start()
-            resized.set()
-            old_winch = signal.signal(signal.SIGWINCH, lambda *_: resized.set())
+            resized()
+            old_winch = signal.signal(signal.SIGWINCH, lambda *_: resized())
         os.write(fd, b'\n')
         while True:
             r, _, _ = select.select([fd, stdin], [], [])
@@ -409,6 +425,7 @@ def console(lab: str, work: Path, host: str, ident: str | None = None) -> int:
     finally:
         if old_winch is not None:
             signal.signal(signal.SIGWINCH, old_winch)
+        os.close(wake_w)        # the sizer reads the end and stops
         if saved:
             termios.tcsetattr(stdin, termios.TCSADRAIN, saved)
         os.close(fd)
