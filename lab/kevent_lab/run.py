@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import (capture, confine, guest_text, instances, ktap, port_forward, reach, span, trace,
-               uml_paths, uplink)
+from . import (capture, confine, guest_text, instances, kernel_image, ktap, port_forward, reach, span,
+               trace, uml_paths, uplink)
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch, wait_for_paths
 from .results import HostResult, TestRecord
@@ -53,6 +53,13 @@ GUEST_USER = 65534
 ANSWER_USER = 1000
 
 
+def guest_mem(kernel: Path, host: Host) -> str:
+    """UML's mem= for @host: lab.conf's, plus what a debug kernel keeps
+    for its checkers (kernel_image.py)."""
+    extra = kernel_image.mem_extra(kernel)
+    return f'{(size_bytes(host.mem) + extra) >> 20}M' if extra else host.mem
+
+
 def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
              sockets: dict[str, Path], run_dir: Path | None,
              uplink_file: Path | None = None) -> list[str]:
@@ -61,7 +68,7 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     # affinity, and a system call on one CPU costs about a quarter as much.
     pin = (['taskset', '-c', str(pinned_cpu(host.cpu, list(os.sched_getaffinity(0))))]
            if host.cpu is not None else [])
-    argv = pin + [str(kernel), f'mem={host.mem}', f'initrd={rootfs}', f'umid={umid}',
+    argv = pin + [str(kernel), f'mem={guest_mem(kernel, host)}', f'initrd={rootfs}', f'umid={umid}',
                   f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
     if host.disk and run_dir is not None:
         disk = uml_paths.reachable(run_dir / host.name / 'disk.img', uml_dir.parent / f'{host.name}.disk.img')
@@ -460,6 +467,9 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
     check_memory(topo, rootfs.stat().st_size)
+    if kernel_image.mem_extra(kernel):
+        say(f'a debug kernel: each host gets {kernel_image.mem_extra(kernel) >> 20} MiB more than its mem= '
+            'for KASAN, lockdep and kmemleak')
     if not any(h.runs for h in topo.hosts.values()):
         # Nothing would keep its hosts up: the driver would stop them at once.
         raise ValueError(f'lab {topo.name} has no run lines: nothing to run '
