@@ -28,11 +28,11 @@ KSRC       ?=
 LAB        ?= default
 # The labs `make test` runs besides LAB, each checked against its signature
 # (lab/labs/NAME/expected; crash fails on purpose); results in build/results/labs/NAME.
-TEST_LABS  ?= star routed crash trace reliability naio conns tools web
+TEST_LABS  ?= star routed crash trace reliability naio conns tools web later
 # The labs `make test` runs again on the debug kernel (PROFILE=debug), where
 # any KASAN, lockdep, kmemleak or debug-objects report fails a host;
 # results in build/results/debug/NAME.
-DEBUG_LABS ?= $(LAB) fuzz reliability naio conns web
+DEBUG_LABS ?= $(LAB) fuzz reliability naio conns web later
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
 FRAGMENTS  := $(TOP)/uml-config/base.config $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
 # PROFILE=debug builds a second kernel, with KASAN, lockdep, kmemleak and

@@ -11,11 +11,20 @@
  *
  *   kevent_accept  KEVENT_SOCKET / KEVENT_SOCKET_ACCEPT
  *   epoll          epoll, level-triggered EPOLLIN
+ *   kevent_accept4 4 threads waiting on one kevent queue, whose ACCEPT
+ *                  kevent is edge-triggered (KEVENT_REQ_ET): each new
+ *                  connection wakes one thread (wake-one, the default)
+ *   epoll_excl4    4 threads with an epoll instance each, all watching the
+ *                  socket with EPOLLEXCLUSIVE: a connection wakes one or more
  *
  * and on each event accepts until EAGAIN, writes each connection its
  * sequence number and closes it. The connecting side prints connections
  * per second and checks every answer came; the server its system calls
  * and the guest's CPU time per connection, and that it accepted CONNS.
+ * The threaded servers also count their wake-ups per connection and the
+ * empty ones, where the first accept found nothing (another thread had
+ * taken the connection): the thundering herd that wake-one and
+ * EPOLLEXCLUSIVE are there to prevent.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -26,9 +35,12 @@
 #include "bench_kevent.h"
 
 #define WINDOW		8
+#define THREADS		4
 
-enum method { KEVENT_ACCEPT, EPOLL, N_METHODS };
-static const char *const names[N_METHODS] = { "kevent_accept", "epoll" };
+enum method { KEVENT_ACCEPT, EPOLL, KEVENT_ACCEPT4, EPOLL_EXCL4, N_METHODS };
+static const char *const names[N_METHODS] = {
+	"kevent_accept", "epoll", "kevent_accept4", "epoll_excl4"
+};
 
 /* ---- the server ------------------------------------------------------------- */
 
@@ -43,7 +55,7 @@ static long accept_all(int ls, unsigned long long *accepted)
 
 		if (s < 0)
 			return errno == EAGAIN ? n : -1;
-		seq = (*accepted)++;
+		seq = __atomic_fetch_add(accepted, 1, __ATOMIC_RELAXED);
 		bench_write_all(s, &seq, sizeof(seq));
 		COUNTED(close(s));
 		n++;
@@ -79,6 +91,89 @@ static int serve(int ls, enum method m, unsigned int conns, unsigned long long *
 	if (m == KEVENT_ACCEPT)
 		kq_buf_free(&kb);
 	return 0;
+}
+
+/* ---- the threaded servers ----------------------------------------------------- */
+
+struct acceptor {
+	pthread_t t;
+	enum method m;
+	int ls, q;			/* q: the shared queue, or this thread's epoll */
+	unsigned int conns;
+	unsigned long long *accepted;
+	unsigned long long wakeups, empty;
+	int failed;
+};
+
+static void *acceptor_run(void *arg)
+{
+	struct acceptor *a = arg;
+
+	while (__atomic_load_n(a->accepted, __ATOMIC_RELAXED) < a->conns) {
+		struct kevent_get_args args = { .timeout_ns = 200 * 1000000LL };
+		struct epoll_event ev;
+		struct ukevent uk;
+		long n, got;
+
+		/* A limit, so that a thread sees the others have finished. */
+		n = a->m == KEVENT_ACCEPT4 ? COUNTED(kevent_get_events(a->q, 1, 1, &uk, &args)) :
+		    COUNTED(epoll_wait(a->q, &ev, 1, 200));
+		if (n < 0) {
+			a->failed = 1;
+			break;
+		}
+		if (!n)
+			continue;
+		a->wakeups++;
+		got = accept_all(a->ls, a->accepted);
+		if (got < 0) {
+			a->failed = 1;
+			break;
+		}
+		a->empty += !got;
+	}
+	return NULL;
+}
+
+/* THREADS threads accept @conns connections; wake-ups and empty ones summed. */
+static int serve_threads(int ls, enum method m, unsigned int conns, unsigned long long *accepted,
+			 unsigned long long *wakeups, unsigned long long *empty)
+{
+	struct acceptor a[THREADS];
+	int shared = -1, i, failed = 0;
+
+	if (m == KEVENT_ACCEPT4) {
+		struct ukevent uk = kevent_fd(ls, KEVENT_SOCKET, KEVENT_SOCKET_ACCEPT, KEVENT_REQ_ET);
+
+		shared = kevent_init();
+		if (shared < 0 || kevent_add(shared, &uk, 1) != 1)
+			return -1;
+	}
+	for (i = 0; i < THREADS; i++) {
+		a[i] = (struct acceptor){ .m = m, .ls = ls, .q = shared, .conns = conns,
+					  .accepted = accepted };
+		if (m == EPOLL_EXCL4) {
+			struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE };
+
+			a[i].q = epoll_create1(0);
+			if (a[i].q < 0 || epoll_ctl(a[i].q, EPOLL_CTL_ADD, ls, &ev))
+				return -1;
+		}
+	}
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&a[i].t, NULL, acceptor_run, &a[i]);
+	*wakeups = *empty = 0;
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(a[i].t, NULL);
+		*wakeups += a[i].wakeups;
+		*empty += a[i].empty;
+		failed |= a[i].failed;
+		if (m == EPOLL_EXCL4)
+			close(a[i].q);
+	}
+	if (shared >= 0)
+		close(shared);
+	return failed ? -1 : 0;
 }
 
 /* ---- the connecting side ------------------------------------------------------ */
@@ -148,7 +243,8 @@ int main(int argc, char **argv)
 			ksft_exit_fail_msg("listening on %s: %s\n", argv[2], strerror(errno));
 	}
 	for (m = 0; m < N_METHODS; m++) {
-		unsigned long long accepted = 0;
+		unsigned long long accepted = 0, wakeups = 0, empty = 0;
+		int threaded = m == KEVENT_ACCEPT4 || m == EPOLL_EXCL4;
 		struct bench_span span;
 		double busy0;
 		unsigned int answered = 0;
@@ -160,7 +256,10 @@ int main(int argc, char **argv)
 		}
 		busy0 = bench_guest_busy();
 		bench_start(&span);
-		if (serving)
+		if (serving && threaded)
+			ok = !serve_threads(ls, m, conns, &accepted, &wakeups, &empty) &&
+			     accepted == conns;
+		else if (serving)
 			ok = !serve(ls, m, conns, &accepted) && accepted == conns;
 		else
 			ok = (answered = connect_all(argv[2], atoi(argv[3]), conns)) == conns;
@@ -168,7 +267,14 @@ int main(int argc, char **argv)
 		if (!ok)
 			ksft_print_msg("%s: %llu accepted, %u answered of %u\n", names[m], accepted,
 				       answered, conns);
-		if (serving)
+		if (serving && threaded)
+			bench_line("accept", names[m],
+				   "side=server conns=%u seconds=%.3f calls_per_conn=%.3f guest_cpu_us_per_conn=%.1f "
+				   "threads=%d wakeups_per_conn=%.3f empty_wakeups_per_conn=%.3f valid=%d",
+				   conns, span.seconds, (double)span.calls / conns,
+				   (bench_guest_busy() - busy0) * 1e6 / conns, THREADS,
+				   (double)wakeups / conns, (double)empty / conns, ok);
+		else if (serving)
 			bench_line("accept", names[m],
 				   "side=server conns=%u seconds=%.3f calls_per_conn=%.3f guest_cpu_us_per_conn=%.1f valid=%d",
 				   conns, span.seconds, (double)span.calls / conns,

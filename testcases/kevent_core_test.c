@@ -784,7 +784,7 @@ TEST_F(queue, timer_event_without_a_timer_bit_is_einval)
 
 TEST_F(queue, unknown_req_flags_is_einval)
 {
-	static const unsigned int bad[] = { 0x2, 0x100, 0x80000000u,
+	static const unsigned int bad[] = { 0x20, 0x100, 0x80000000u,
 					    0xffffffffu /* ONESHOT among them */ };
 	struct ukevent held = kevent_timer(100000, 1, 0), uk;
 	unsigned int i, event, flags;

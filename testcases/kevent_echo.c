@@ -3,15 +3,22 @@
  * kevent_echo: a TCP echo server driven by KEVENT_SOCKET alone, and its
  * clients, for runs across lab hosts.
  *
- *   kevent_echo server PORT CLIENTS          serve CLIENTS connections
+ *   kevent_echo server PORT CLIENTS [et] [threads=N]
+ *                                            serve CLIENTS connections
  *   kevent_echo client ADDR PORT CLIENTS BYTES
  *                                            CLIENTS concurrent connections,
  *                                            each sends BYTES and checks the
  *                                            echo byte by byte
  *
- * The server never blocks: ACCEPT on the listening socket, RECV on each
- * connection, and SEND (added with MODIFY) while it has echo data the
- * socket did not take. A oneshot KEVENT_TIMER is its deadline.
+ * The server never blocks. By default its kevents are level triggered:
+ * ACCEPT on the listening socket, RECV on each connection, and SEND (added
+ * with MODIFY) while it has echo data the socket did not take. With `et`
+ * they are edge triggered (KEVENT_REQ_ET, kevent's later takes): RECV and
+ * SEND from the start, never modified, and each event makes the server
+ * write and read until the socket says EAGAIN, as epoll's EPOLLET asks.
+ * With threads=N, N threads wait on the one queue (each event wakes one of
+ * them) and a connection's lock keeps two of them off one connection. A
+ * oneshot KEVENT_TIMER is its deadline.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,7 +38,14 @@
 #define MAX_FD		1024
 #define HIGH_WATER	(256 * 1024)
 
-#define ksock(fd, event) kevent_fd(fd, KEVENT_SOCKET, event, 0)
+#define MAX_THREADS	16
+
+static int opt_et, opt_threads = 1;
+
+static struct ukevent ksock(int fd, unsigned int event)
+{
+	return kevent_fd(fd, KEVENT_SOCKET, event, opt_et ? KEVENT_REQ_ET : 0);
+}
 
 static unsigned char pattern(unsigned int client, uint64_t i)
 {
@@ -39,6 +53,7 @@ static unsigned char pattern(unsigned int client, uint64_t i)
 }
 
 struct conn {
+	pthread_mutex_t lock;	/* one thread at a time on a connection */
 	int open;
 	int eof;
 	unsigned char *buf;	/* echo data the socket did not take yet */
@@ -48,9 +63,29 @@ struct conn {
 };
 
 static struct conn conns[MAX_FD];
+
+/* The server's shared state, under state_lock. */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t accept_lock = PTHREAD_MUTEX_INITIALIZER;
+static int kq, ls, clients, served, late;
 static unsigned long n_accept, n_recv, n_send;
 
-static void set_mask(int kq, int fd, unsigned int mask)
+static void count(unsigned long *n)
+{
+	__atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
+}
+
+static int server_done(void)
+{
+	int done;
+
+	pthread_mutex_lock(&state_lock);
+	done = served >= clients || late;
+	pthread_mutex_unlock(&state_lock);
+	return done;
+}
+
+static void set_mask(int fd, unsigned int mask)
 {
 	struct ukevent uk = ksock(fd, mask);
 
@@ -61,123 +96,203 @@ static void set_mask(int kq, int fd, unsigned int mask)
 	conns[fd].mask = mask;
 }
 
-/* Write what is pending; returns -1 on a socket error. */
-static int flush(int fd)
+/* Write what is pending; returns -1 on a socket error, else bytes written. */
+static ssize_t flush(int fd)
 {
 	struct conn *c = &conns[fd];
+	ssize_t total = 0;
 
 	while (c->len) {
 		ssize_t w = write(fd, c->buf, c->len);
 
 		if (w < 0)
-			return errno == EAGAIN ? 0 : -1;
+			return errno == EAGAIN ? total : -1;
 		memmove(c->buf, c->buf + w, c->len - w);
 		c->len -= w;
+		total += w;
 	}
-	return 0;
+	return total;
 }
 
-static void finish(int kq, int fd, int *served, int ok)
+/* Read until EAGAIN, end of file or HIGH_WATER; returns bytes read. */
+static ssize_t fill(int fd)
+{
+	struct conn *c = &conns[fd];
+	ssize_t total = 0;
+
+	while (c->len < HIGH_WATER && !c->eof) {
+		unsigned char tmp[65536];
+		ssize_t r = read(fd, tmp, sizeof(tmp));
+
+		if (r == 0)
+			c->eof = 1;
+		if (r <= 0)
+			break;
+		c->buf = realloc(c->buf, c->len + r);
+		memcpy(c->buf + c->len, tmp, r);
+		c->len += r;
+		c->bytes += r;
+		total += r;
+	}
+	return total;
+}
+
+/* With the connection's lock held; it stays held, the fd is closed. */
+static void finish(int fd, int ok)
 {
 	struct ukevent uk = ksock(fd, 0);
+	struct conn *c = &conns[fd];
+	int n;
 
 	kevent_remove(kq, &uk, 1);
-	ksft_print_msg("connection %d (fd %d): %llu bytes echoed\n", *served + 1, fd,
-		       (unsigned long long)conns[fd].bytes);
-	ksft_test_result(ok, "connection_%d\n", *served + 1);
-	free(conns[fd].buf);
-	memset(&conns[fd], 0, sizeof(conns[fd]));
+	pthread_mutex_lock(&state_lock);
+	n = ++served;
+	pthread_mutex_unlock(&state_lock);
+	ksft_print_msg("connection %d (fd %d): %llu bytes echoed\n", n, fd,
+		       (unsigned long long)c->bytes);
+	ksft_test_result(ok, "connection_%d\n", n);
+	free(c->buf);
+	c->buf = NULL;
+	c->open = c->eof = 0;
+	c->len = c->bytes = 0;
+	c->mask = 0;
 	close(fd);
-	(*served)++;
 }
 
-static void server(int port, int clients)
+static void accept_all(void)
+{
+	int fd;
+
+	count(&n_accept);
+	pthread_mutex_lock(&accept_lock);
+	while ((fd = accept4(ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+		unsigned int mask = KEVENT_SOCKET_RECV | (opt_et ? KEVENT_SOCKET_SEND : 0);
+		struct ukevent cu = ksock(fd, mask);
+
+		if (fd >= MAX_FD)
+			ksft_exit_fail_msg("connection fd %d\n", fd);
+		/* Ready before its kevent exists: an event finds it set up. */
+		pthread_mutex_lock(&conns[fd].lock);
+		conns[fd].open = 1;
+		conns[fd].mask = mask;
+		pthread_mutex_unlock(&conns[fd].lock);
+		if (kevent_add(kq, &cu, 1) != 1)
+			ksft_exit_fail_msg("ADD fd %d: %s\n", fd, strerror(cu.ret_data[0]));
+	}
+	pthread_mutex_unlock(&accept_lock);
+}
+
+/* One event of connection @fd, with its lock held. */
+static void serve(int fd, const struct ukevent *ev)
+{
+	struct conn *c = &conns[fd];
+
+	if (ev->ret_flags & KEVENT_RET_BROKEN)
+		ksft_exit_fail_msg("fd %d broken: %s\n", fd, strerror(ev->ret_data[0]));
+	if (ev->ret_data[0] & KEVENT_SOCKET_SEND)
+		count(&n_send);
+	if (ev->ret_data[0] & KEVENT_SOCKET_RECV)
+		count(&n_recv);
+	if (opt_et) {
+		/*
+		 * Edge triggered: no new event comes until the socket said
+		 * EAGAIN, so go on until neither way makes progress.
+		 */
+		for (;;) {
+			ssize_t out = flush(fd), in;
+
+			if (out < 0)
+				return finish(fd, 0);
+			in = fill(fd);
+			if (!out && !in)
+				break;
+		}
+	} else {
+		if (ev->ret_data[0] & KEVENT_SOCKET_RECV)
+			fill(fd);
+		if (flush(fd) < 0)
+			return finish(fd, 0);
+	}
+	if (c->eof && !c->len)
+		return finish(fd, 1);
+	/* Level triggered: stop reading while the peer does not read. */
+	if (!opt_et)
+		set_mask(fd, (c->len ? KEVENT_SOCKET_SEND : 0) |
+			 (c->len < HIGH_WATER && !c->eof ? KEVENT_SOCKET_RECV : 0));
+}
+
+static void *server_thread(void *arg)
+{
+	unsigned long *handled = arg;
+	struct ukevent ev[16];
+
+	while (!server_done()) {
+		long n, i;
+
+		/*
+		 * WAIT blocks until @num events are ready: block for one, then
+		 * collect whatever else is ready without blocking. A limit, so
+		 * that a thread sees the others have finished.
+		 */
+		n = kevent_wait(kq, ev, 1, opt_threads > 1 ? 200 : KEVENT_WAIT_FOREVER);
+		if (n == 1)
+			n += kevent_wait(kq, ev + 1, 15, 0);
+		if (n < 0)
+			ksft_exit_fail_msg("WAIT: %s\n", strerror(errno));
+		for (i = 0; i < n; i++) {
+			int fd = ev[i].id.raw[0];
+
+			(*handled)++;
+			if (ev[i].type == KEVENT_TIMER) {
+				pthread_mutex_lock(&state_lock);
+				late = 1;
+				pthread_mutex_unlock(&state_lock);
+			} else if (fd == ls) {
+				accept_all();
+			} else if (fd < MAX_FD) {
+				pthread_mutex_lock(&conns[fd].lock);
+				/* Closed earlier: its event is stale. */
+				if (conns[fd].open)
+					serve(fd, &ev[i]);
+				pthread_mutex_unlock(&conns[fd].lock);
+			}
+		}
+	}
+	return NULL;
+}
+
+static void server(int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct ukevent deadline = kevent_timer(DEADLINE_MS, 0, KEVENT_REQ_ONESHOT);
-	struct ukevent uk, ev[64];
-	int one = 1, served = 0, kq, ls, late = 0;
+	unsigned long handled[MAX_THREADS] = { 0 };
+	pthread_t t[MAX_THREADS];
+	struct ukevent uk;
+	int one = 1, i;
 
 	ksft_print_header();
 	ksft_set_plan(clients + 2);
+	for (i = 0; i < MAX_FD; i++)
+		pthread_mutex_init(&conns[i].lock, NULL);
 	kq = kevent_init();
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (kq < 0 || ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 64))
 		ksft_exit_fail_msg("setup: %s\n", strerror(errno));
+	ksft_print_msg("%s triggered, %d thread(s) on one queue\n",
+		       opt_et ? "edge" : "level", opt_threads);
 	uk = ksock(ls, KEVENT_SOCKET_ACCEPT);
 	if (kevent_add(kq, &uk, 1) != 1 || kevent_add(kq, &deadline, 1) != 1)
 		ksft_exit_fail_msg("ADD: %s\n", strerror(uk.ret_data[0]));
 
-	while (served < clients && !late) {
-		long n, i;
-
-		/*
-		 * WAIT blocks until @num events are ready: block for one, then
-		 * collect whatever else is ready without blocking.
-		 */
-		n = kevent_wait(kq, ev, 1, KEVENT_WAIT_FOREVER);
-		if (n == 1)
-			n += kevent_wait(kq, ev + 1, 63, 0);
-		if (n < 1)
-			ksft_exit_fail_msg("WAIT: %s\n", strerror(errno));
-		for (i = 0; i < n; i++) {
-			int fd = ev[i].id.raw[0];
-
-			if (ev[i].type == KEVENT_TIMER) {
-				late = 1;
-			} else if (fd == ls) {
-				int c;
-
-				n_accept++;
-				while ((c = accept4(ls, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
-					struct ukevent cu = ksock(c, KEVENT_SOCKET_RECV);
-
-					if (c >= MAX_FD || kevent_add(kq, &cu, 1) != 1)
-						ksft_exit_fail_msg("connection fd %d\n", c);
-					conns[c].open = 1;
-					conns[c].mask = KEVENT_SOCKET_RECV;
-				}
-			} else if (fd >= MAX_FD || !conns[fd].open) {
-				/* Closed earlier in this batch: its event is stale. */
-				continue;
-			} else if (ev[i].ret_flags & KEVENT_RET_BROKEN) {
-				ksft_exit_fail_msg("fd %d broken: %s\n", fd, strerror(ev[i].ret_data[0]));
-			} else {
-				struct conn *c = &conns[fd];
-
-				if (ev[i].ret_data[0] & KEVENT_SOCKET_SEND)
-					n_send++;
-				if (ev[i].ret_data[0] & KEVENT_SOCKET_RECV) {
-					n_recv++;
-					while (c->len < HIGH_WATER) {
-						unsigned char tmp[65536];
-						ssize_t r = read(fd, tmp, sizeof(tmp));
-
-						if (r == 0)
-							c->eof = 1;
-						if (r <= 0)
-							break;
-						c->buf = realloc(c->buf, c->len + r);
-						memcpy(c->buf + c->len, tmp, r);
-						c->len += r;
-						c->bytes += r;
-					}
-				}
-				if (flush(fd)) {
-					finish(kq, fd, &served, 0);
-					continue;
-				}
-				if (c->eof && !c->len) {
-					finish(kq, fd, &served, 1);
-					continue;
-				}
-				/* Stop reading while the peer does not read. */
-				set_mask(kq, fd, (c->len ? KEVENT_SOCKET_SEND : 0) |
-					 (c->len < HIGH_WATER && !c->eof ? KEVENT_SOCKET_RECV : 0));
-			}
-		}
-	}
+	for (i = 1; i < opt_threads; i++)
+		if (pthread_create(&t[i], NULL, server_thread, &handled[i]))
+			ksft_exit_fail_msg("pthread_create\n");
+	server_thread(&handled[0]);
+	for (i = 1; i < opt_threads; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < opt_threads; i++)
+		ksft_print_msg("thread %d handled %lu events\n", i, handled[i]);
 	ksft_test_result(!late, "no_deadline_passed\n");
 	ksft_print_msg("events: %lu accept, %lu recv, %lu send\n", n_accept, n_recv, n_send);
 	ksft_test_result(served == clients && n_accept > 0 && n_recv > 0,
@@ -288,11 +403,22 @@ static void clients_run(const char *addr, int port, int n, uint64_t bytes)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 4 && !strcmp(argv[1], "server"))
-		server(atoi(argv[2]), atoi(argv[3]));
+	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "server")) {
+		clients = atoi(argv[3]);
+		for (int i = 4; i < argc; i++) {
+			if (!strcmp(argv[i], "et"))
+				opt_et = 1;
+			else if (!strncmp(argv[i], "threads=", 8))
+				opt_threads = atoi(argv[i] + 8);
+			else
+				opt_threads = 0;
+		}
+		if (clients > 0 && opt_threads >= 1 && opt_threads <= MAX_THREADS)
+			server(atoi(argv[2]));
+	}
 	if (argc == 6 && !strcmp(argv[1], "client"))
 		clients_run(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 0));
-	fprintf(stderr, "usage: %s server PORT CLIENTS | client ADDR PORT CLIENTS BYTES\n",
-		argv[0]);
+	fprintf(stderr, "usage: %s server PORT CLIENTS [et] [threads=1..%d] | "
+		"client ADDR PORT CLIENTS BYTES\n", argv[0], MAX_THREADS);
 	return 2;
 }

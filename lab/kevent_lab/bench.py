@@ -51,7 +51,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario('rr', 'Request/response of small messages between two hosts', ('size', 'conns', 'side'),
              'ops_s', 'ops/s', True, 'epoll_read', 'calls_per_op', ('guest_cpu_us_per_op',)),
     Scenario('accept', 'Accepted connections between two hosts', ('conns', 'side'),
-             'conns_s', 'connections/s', True, 'epoll', 'calls_per_conn', ('guest_cpu_us_per_conn',)),
+             'conns_s', 'connections/s', True, 'epoll', 'calls_per_conn',
+             ('guest_cpu_us_per_conn', 'wakeups_per_conn', 'empty_wakeups_per_conn')),
     # testcases/web_check.c: wrk on one host against each server on the other.
     # Server CPU per request is the server host's whole guest (web_cpu);
     # client_busy near 1 says wrk's host, not the server, set the pace.
@@ -267,6 +268,10 @@ def author_comparison(figures: list[Figure]) -> str:
         ours += f'; KEVENT_POLL/epoll = {kpoll.get("rate") / ep.get("rate"):.3f}'
     if ep_et:
         ours += f'; edge-triggered/level-triggered epoll = {ep_et.get("rate") / ep.get("rate"):.3f}'
+    kev_et = _find(figures, 'readiness', 'kevent_et', fds=2000)
+    if kev_et and ep_et:
+        ours += (f'; edge-triggered kevent {n(kev_et.get("rate"))} against edge-triggered epoll '
+                 f'{n(ep_et.get("rate"))}, {kev_et.get("rate") / ep_et.get("rate"):.3f}')
     return theirs + ours + '.'
 
 

@@ -257,9 +257,9 @@ def test_collect_trace(tmp_path):
 
 def test_a_host_too_small_for_the_rootfs_is_refused():
     topo = topology.parse('host r mem=64M\nhost a mem=96M\nhost b\n')
-    with pytest.raises(ValueError, match=r'host r \(mem=64M\) cannot boot .* 23 MiB: give it mem=70M'):
+    with pytest.raises(ValueError, match=r'host r \(mem=64M\) cannot boot .* 23 MiB: give it mem=86M'):
         run.check_memory(topo, 23 << 20)
-    run.check_memory(topo, 15 << 20)
+    run.check_memory(topo, 12 << 20)
     assert topology.size_bytes('1G') == 1 << 30 and topology.size_bytes('4096K') == 4 << 20
 
 

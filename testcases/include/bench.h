@@ -34,7 +34,8 @@
 static unsigned long long bench_calls;
 
 /* Evaluates @call once, counting it as one system call. */
-#define COUNTED(call)	(bench_calls++, (call))
+/* Atomic: bench_accept's servers count from several threads. */
+#define COUNTED(call)	(__atomic_fetch_add(&bench_calls, 1, __ATOMIC_RELAXED), (call))
 
 static inline double bench_now(void)
 {

@@ -5,6 +5,9 @@
  *
  *   kevent_socket  KEVENT_SOCKET / KEVENT_SOCKET_RECV
  *   kevent_poll    KEVENT_POLL / POLLIN
+ *   kevent_et      KEVENT_SOCKET / KEVENT_SOCKET_RECV, edge-triggered
+ *                  (KEVENT_REQ_ET), waited for with kevent_get_events():
+ *                  one call takes what is ready, as epoll_wait() does
  *   epoll_lt       epoll, level-triggered
  *   epoll_et       epoll, edge-triggered (EPOLLET)
  *   poll           poll() over every descriptor
@@ -59,20 +62,21 @@ struct waiter_ops {
 
 /* ---- kevent --------------------------------------------------------------- */
 
-struct kevent_reg { const int *fds; unsigned int type, event; };
+struct kevent_reg { const int *fds; unsigned int type, event, flags; };
 
 static struct ukevent kevent_reg_make(unsigned int i, void *arg)
 {
 	struct kevent_reg *r = arg;
-	struct ukevent uk = kevent_fd(r->fds[i], r->type, r->event, 0);
+	struct ukevent uk = kevent_fd(r->fds[i], r->type, r->event, r->flags);
 
 	uk.user[0] = i;
 	return uk;
 }
 
-static int kevent_open_as(struct waiter *w, unsigned int type, unsigned int event)
+static int kevent_open_as(struct waiter *w, unsigned int type, unsigned int event,
+			  unsigned int flags)
 {
-	struct kevent_reg r = { w->fds, type, event };
+	struct kevent_reg r = { w->fds, type, event, flags };
 
 	w->kq = kevent_init();
 	if (w->kq < 0) {
@@ -86,17 +90,23 @@ static int kevent_open_as(struct waiter *w, unsigned int type, unsigned int even
 
 static int kevent_socket_open(struct waiter *w)
 {
-	return kevent_open_as(w, KEVENT_SOCKET, KEVENT_SOCKET_RECV);
+	return kevent_open_as(w, KEVENT_SOCKET, KEVENT_SOCKET_RECV, 0);
+}
+
+static int kevent_et_open(struct waiter *w)
+{
+	return kevent_open_as(w, KEVENT_SOCKET, KEVENT_SOCKET_RECV, KEVENT_REQ_ET);
 }
 
 static int kevent_poll_open(struct waiter *w)
 {
-	return kevent_open_as(w, KEVENT_POLL, KEVENT_POLL_POLLIN);
+	return kevent_open_as(w, KEVENT_POLL, KEVENT_POLL_POLLIN, 0);
 }
 
-static long kevent_wait_ready(struct waiter *w, unsigned int *ready, unsigned int max)
+/* The events @n of them in @w->kb as ready indices; -1 for a broken one. */
+static long kevent_ready_indices(struct waiter *w, long n, unsigned int *ready)
 {
-	long n = kq_wait_some(w->kq, &w->kb, max, KEVENT_WAIT_FOREVER), i;
+	long i;
 
 	for (i = 0; i < n; i++) {
 		struct ukevent uk;
@@ -109,6 +119,24 @@ static long kevent_wait_ready(struct waiter *w, unsigned int *ready, unsigned in
 		ready[i] = uk.user[0];
 	}
 	return n;
+}
+
+static long kevent_wait_ready(struct waiter *w, unsigned int *ready, unsigned int max)
+{
+	long n = kq_wait_some(w->kq, &w->kb, max, KEVENT_WAIT_FOREVER);
+
+	return n < 0 ? n : kevent_ready_indices(w, n, ready);
+}
+
+static long kevent_get_ready(struct waiter *w, unsigned int *ready, unsigned int max)
+{
+	long n;
+
+	if (max > w->kb.max)
+		max = w->kb.max;
+	n = COUNTED(kevent_get_events(w->kq, 1, max,
+				      (struct ukevent *)(w->kb.mem + KEVENT_CTL_SIZE), NULL));
+	return n < 0 ? n : kevent_ready_indices(w, n, ready);
 }
 
 static void kevent_close(struct waiter *w)
@@ -325,6 +353,7 @@ static void uring_close(struct waiter *w)
 static const struct waiter_ops waiter_methods[] = {
 	{ "kevent_socket", kevent_socket_open, kevent_wait_ready, NULL, kevent_close },
 	{ "kevent_poll", kevent_poll_open, kevent_wait_ready, NULL, kevent_close },
+	{ "kevent_et", kevent_et_open, kevent_get_ready, NULL, kevent_close },
 	{ "epoll_lt", epoll_lt_open, epoll_wait_ready, NULL, epoll_close },
 	{ "epoll_et", epoll_et_open, epoll_wait_ready, NULL, epoll_close },
 	{ "poll", poll_open, poll_wait_ready, NULL, poll_close },

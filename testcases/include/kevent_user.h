@@ -40,6 +40,24 @@ static inline long kevent_get_events(int fd, unsigned int min_nr, unsigned int m
 	return syscall(__NR_kevent_get_events, fd, min_nr, max_nr, out, args);
 }
 
+#ifndef __NR_kevent_init
+#define __NR_kevent_init	456
+#endif
+
+/* kevent_init(): a queue of kevent's later takes; @args may be NULL. */
+static inline int sys_kevent_init(const struct kevent_init_args *args, size_t size)
+{
+	return syscall(__NR_kevent_init, args, size);
+}
+
+/* sys_kevent_init() with @flags (KEVENT_INIT_CLOEXEC). */
+static inline int kevent_init_flags(unsigned long long flags)
+{
+	struct kevent_init_args args = { .flags = flags };
+
+	return sys_kevent_init(&args, sizeof(args));
+}
+
 static inline long sys_kevent_ctl(int fd, void *ctl)
 {
 	return syscall(__NR_kevent_ctl, fd, ctl);

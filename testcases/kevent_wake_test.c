@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0+
+/*
+ * kevent_wake_test: whom an event wakes when several threads wait on one
+ * queue (kevent's later takes, docs/abi.md). By default one of them: the
+ * first asleep that has enough events. With KEVENT_REQ_WAKEUP_ALL, all.
+ *
+ * A thread woken for nothing finds no event, goes back to sleep inside the
+ * kernel, and returns only at its timeout like the others: user space
+ * cannot see the herd in what the calls return. It sees it in each thread's
+ * voluntary context switches (getrusage(RUSAGE_THREAD)): a thread that sleeps
+ * once and wakes once switches once; one woken for nothing, twice.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "kevent_user.h"
+
+#define THREADS		8
+#define MS		1000000LL	/* ns */
+#define SLEEP_MS	1500		/* each thread's timeout */
+
+struct sleeper {
+	int		kq;
+	pid_t		tid;
+	long		got;		/* what kevent_get_events() returned */
+	long		switches;	/* voluntary context switches in the call */
+	struct ukevent	out;
+};
+
+static void *sleeper_fn(void *arg)
+{
+	struct kevent_get_args args = { .timeout_ns = SLEEP_MS * MS };
+	struct sleeper *s = arg;
+	struct rusage before, after;
+
+	__atomic_store_n(&s->tid, gettid(), __ATOMIC_RELEASE);
+	getrusage(RUSAGE_THREAD, &before);
+	s->got = kevent_get_events(s->kq, 1, 1, &s->out, &args);
+	getrusage(RUSAGE_THREAD, &after);
+	s->switches = after.ru_nvcsw - before.ru_nvcsw;
+	return NULL;
+}
+
+/* The scheduler state of thread @tid of this process ('S': asleep). */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* Until every sleeper is asleep in the kernel (at most 2 s). */
+static int all_asleep(struct sleeper *s, int n)
+{
+	for (int tries = 0; tries < 200; tries++) {
+		int asleep = 0;
+
+		for (int i = 0; i < n; i++)
+			asleep += __atomic_load_n(&s[i].tid, __ATOMIC_ACQUIRE) && thread_state(s[i].tid) == 'S';
+		if (asleep == n)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+/*
+ * THREADS threads wait on one queue; one oneshot timer with @req_flags
+ * fires once. Returns how many threads got it and, in @switches, the
+ * voluntary context switches of all of them.
+ */
+static int one_event(struct __test_metadata *_metadata, unsigned int req_flags,
+		     long *switches)
+{
+	struct sleeper s[THREADS] = { 0 };
+	pthread_t t[THREADS];
+	struct ukevent uk;
+	int kq, got = 0;
+
+	kq = kevent_init();
+	ASSERT_GE(kq, 0);
+	for (int i = 0; i < THREADS; i++) {
+		s[i].kq = kq;
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleeper_fn, &s[i]));
+	}
+	ASSERT_TRUE(all_asleep(s, THREADS)) TH_LOG("the threads never all slept");
+	uk = kevent_timer(1, 1, KEVENT_REQ_ONESHOT | req_flags);
+	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	*switches = 0;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_TRUE(s[i].got == 0 || s[i].got == 1) TH_LOG("thread %d: %ld", i, s[i].got);
+		if (s[i].got == 1) {
+			got++;
+			EXPECT_EQ(KEVENT_TIMER, s[i].out.type);
+		}
+		*switches += s[i].switches;
+	}
+	close(kq);
+	return got;
+}
+
+TEST(one_event_wakes_one_of_eight)
+{
+	long switches;
+
+	EXPECT_EQ(1, one_event(_metadata, 0, &switches));
+	/* One woken by the event, seven by their timeouts: once each. */
+	EXPECT_EQ(THREADS, switches);
+}
+
+TEST(wakeup_all_wakes_every_sleeper)
+{
+	long switches;
+
+	EXPECT_EQ(1, one_event(_metadata, KEVENT_REQ_WAKEUP_ALL, &switches));
+	/* Seven of them woken for nothing, asleep again until their timeout. */
+	EXPECT_EQ(2 * THREADS - 1, switches);
+}
+
+/* Events ready one after another go to different sleepers, none lost. */
+TEST(each_event_wakes_another_sleeper)
+{
+	struct sleeper s[THREADS] = { 0 };
+	pthread_t t[THREADS];
+	int kq, got = 0;
+	long switches = 0;
+
+	kq = kevent_init();
+	ASSERT_GE(kq, 0);
+	for (int i = 0; i < THREADS; i++) {
+		s[i].kq = kq;
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleeper_fn, &s[i]));
+	}
+	ASSERT_TRUE(all_asleep(s, THREADS));
+	/* Four timers at once: four sleepers, each with one event. */
+	for (int i = 0; i < 4; i++) {
+		struct ukevent uk = kevent_timer(1, 10 + i, KEVENT_REQ_ONESHOT);
+
+		ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		got += s[i].got == 1;
+		switches += s[i].switches;
+	}
+	EXPECT_EQ(4, got);
+	EXPECT_EQ(THREADS, switches);
+	EXPECT_EQ(0, kevent_ready(kq));
+	close(kq);
+}
+
+/* KEVENT_REQ_WAKEUP_ALL is a request flag like ONESHOT: MODIFY sets it. */
+TEST(modify_sets_wakeup_all)
+{
+	struct ukevent uk = kevent_timer(100000, 1, 0);
+	unsigned int event, flags;
+	int kq = kevent_init();
+
+	ASSERT_GE(kq, 0);
+	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	uk.req_flags = KEVENT_REQ_WAKEUP_ALL;
+	ASSERT_EQ(1, kevent_modify(kq, &uk, 1));
+	ASSERT_EQ(0, kevent_fdinfo_kevent(kq, &uk, &event, &flags));
+	EXPECT_EQ(KEVENT_REQ_WAKEUP_ALL, flags);
+	close(kq);
+}
+
+TEST_HARNESS_MAIN
