@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -261,6 +262,39 @@ TEST_F(et, one_wait_delivers_each_edge_once)
 	EXPECT_EQ(0, kevent_get_events(self->kq, 0, 4, out, &args));
 	close(t[0]);
 	close(t[1]);
+}
+
+/*
+ * A connecting TCP socket becomes writable with a wake-up that does not
+ * say what happened (its state change); data that arrives next says RECV.
+ * Both must be reported: the keyless wake-up makes WAIT look at the socket.
+ */
+TEST_F(et, keyless_wakeup_is_looked_at)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM, 0), c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct ukevent uk, out;
+	int a;
+
+	ASSERT_GE(ls, 0);
+	ASSERT_GE(c, 0);
+	ASSERT_EQ(0, bind(ls, (void *)&sa, sizeof(sa)));
+	ASSERT_EQ(0, listen(ls, 1));
+	ASSERT_EQ(0, getsockname(ls, (void *)&sa, &len));
+	uk = kevent_fd(c, KEVENT_SOCKET, KEVENT_SOCKET_RECV | KEVENT_SOCKET_SEND, KEVENT_REQ_ET);
+	ASSERT_EQ(1, kevent_add(self->kq, &uk, 1));
+	/* An unconnected socket reads as hung up: that edge is not the point. */
+	wait1(self->kq, &out, 0);
+	ASSERT_TRUE(connect(c, (void *)&sa, sizeof(sa)) == 0 || errno == EINPROGRESS);
+	a = accept(ls, NULL, NULL);
+	ASSERT_GE(a, 0);
+	put(a, "x");
+	ASSERT_EQ(1, wait1(self->kq, &out, 1000));
+	EXPECT_EQ(KEVENT_SOCKET_RECV | KEVENT_SOCKET_SEND, out.ret_data[0]);
+	close(a);
+	close(c);
+	close(ls);
 }
 
 /* Types that are edge triggered anyway have no use for the flags. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +97,12 @@ TEST(unknown_field_set_is_e2big)
 	struct longer_args big = { .more = 1 };
 
 	EXPECT_FAILS_WITH(E2BIG, sys_kevent_init(&big.a, sizeof(big)), "unknown field set");
+	/* Above a page: refused before it is read, as clone3() does. */
+	char *page = calloc(1, 8192);
+
+	ASSERT_NE(NULL, page);
+	EXPECT_FAILS_WITH(E2BIG, sys_kevent_init((void *)page, 4097), "a size above a page");
+	free(page);
 }
 
 FIXTURE(at_add) {
