@@ -44,17 +44,31 @@ static const char *const names[N_METHODS] = {
 
 /* ---- the server ------------------------------------------------------------- */
 
-/* Accept what is pending on @ls; returns how many, or -1. */
-static long accept_all(int ls, unsigned long long *accepted)
+/*
+ * Accepts taken or under way, reset for each method: threads together
+ * accept no more than CONNS, so that none takes a connection the client
+ * already opened for the next method (that one would then wait for ever).
+ */
+static unsigned long long reserved;
+
+/* Accept what is pending on @ls, up to @conns in all; returns how many, or -1. */
+static long accept_all(int ls, unsigned long long *accepted, unsigned int conns)
 {
 	long n = 0;
 
 	for (;;) {
-		int s = COUNTED(accept4(ls, NULL, NULL, 0));
 		uint32_t seq;
+		int s;
 
-		if (s < 0)
+		if (__atomic_fetch_add(&reserved, 1, __ATOMIC_RELAXED) >= conns) {
+			__atomic_fetch_sub(&reserved, 1, __ATOMIC_RELAXED);
+			return n;
+		}
+		s = COUNTED(accept4(ls, NULL, NULL, 0));
+		if (s < 0) {
+			__atomic_fetch_sub(&reserved, 1, __ATOMIC_RELAXED);
 			return errno == EAGAIN ? n : -1;
+		}
 		seq = __atomic_fetch_add(accepted, 1, __ATOMIC_RELAXED);
 		bench_write_all(s, &seq, sizeof(seq));
 		COUNTED(close(s));
@@ -84,7 +98,7 @@ static int serve(int ls, enum method m, unsigned int conns, unsigned long long *
 		long n = m == KEVENT_ACCEPT ? kq_wait_some(q, &kb, 1, 60000) :
 			 COUNTED(epoll_wait(q, &ev, 1, 60000));
 
-		if (n <= 0 || accept_all(ls, accepted) < 0)
+		if (n <= 0 || accept_all(ls, accepted, conns) < 0)
 			return -1;
 	}
 	close(q);
@@ -125,7 +139,7 @@ static void *acceptor_run(void *arg)
 		if (!n)
 			continue;
 		a->wakeups++;
-		got = accept_all(a->ls, a->accepted);
+		got = accept_all(a->ls, a->accepted, a->conns);
 		if (got < 0) {
 			a->failed = 1;
 			break;
@@ -254,6 +268,7 @@ int main(int argc, char **argv)
 			ksft_test_result_skip("%s (not asked for)\n", names[m]);
 			continue;
 		}
+		reserved = 0;
 		busy0 = bench_guest_busy();
 		bench_start(&span);
 		if (serving && threaded)
