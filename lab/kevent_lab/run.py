@@ -470,8 +470,9 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
     check_memory(topo, rootfs.stat().st_size)
-    if kernel_image.mem_extra(kernel):
-        say(f'a debug kernel: each host gets {kernel_image.mem_extra(kernel) >> 20} MiB more than its mem= '
+    extra = kernel_image.mem_extra(kernel)
+    if extra:
+        say(f'a debug kernel: each host gets {extra >> 20} MiB more than its mem= '
             'for KASAN, lockdep and kmemleak')
     if not any(h.runs for h in topo.hosts.values()):
         # Nothing would keep its hosts up: the driver would stop them at once.
