@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -19,13 +20,32 @@
  * The user a student's answer runs as (lab/kevent_lab/run.py's ANSWER_USER):
  * not the checker's, so that the answer can neither signal nor trace the
  * checker, nor read its /proc files. A checker that starts the answer itself
- * runs as root for this alone.
+ * runs as root for this alone. The lab driver says which uid in
+ * LAB_ANSWER_UID: another one when the machine's user has this one, since
+ * the answer would then own its host's logs (hostfs shows the machine's
+ * owners).
  */
 #define EX_ANSWER_UID	1000
 
+static inline uid_t ex_answer_uid(void)
+{
+	const char *s = getenv("LAB_ANSWER_UID");
+	char *end;
+	unsigned long uid;
+
+	if (!s || !*s)
+		return EX_ANSWER_UID;
+	errno = 0;
+	uid = strtoul(s, &end, 10);
+	/* Never root, never a malformed value: the default then. */
+	if (errno || *end || !uid || uid > 65535)
+		return EX_ANSWER_UID;
+	return (uid_t)uid;
+}
+
 /*
  * Start @argv (argv[0] is the program) with its standard output on a pipe,
- * as EX_ANSWER_UID when we are root. Returns the pipe's read end and sets
+ * as ex_answer_uid() when we are root. Returns the pipe's read end and sets
  * *@pid, or -1.
  */
 static inline int ex_start(char *const argv[], pid_t *pid)
@@ -44,9 +64,11 @@ static inline int ex_start(char *const argv[], pid_t *pid)
 		 * the checker's descriptors (its log, its connections).
 		 */
 		close_range(3, ~0U, 0);
-		if (!geteuid() && (setgroups(0, NULL) || setgid(EX_ANSWER_UID) ||
-				   setuid(EX_ANSWER_UID))) {
-			fprintf(stderr, "cannot become user %d: %s\n", EX_ANSWER_UID, strerror(errno));
+		uid_t uid = ex_answer_uid();
+
+		if (!geteuid() && (setgroups(0, NULL) || setgid(uid) || setuid(uid))) {
+			fprintf(stderr, "cannot become user %u: %s\n", (unsigned int)uid,
+				strerror(errno));
 			_exit(126);
 		}
 		execv(argv[0], argv);

@@ -48,9 +48,20 @@ def pinned_cpu(cpu: int, available: list[int]) -> int:
 GUEST_USER = 65534
 # The user a student's answer (an `answer` run) runs as: not the checkers'
 # user, so that an answer can neither signal nor trace the program that
-# judges it. exercises/include/ex_answer.h drops to the same uid where a
-# checker starts the answer itself.
+# judges it. exercises/include/ex_answer.h drops to the same uid (it reads
+# LAB_ANSWER_UID) where a checker starts the answer itself.
 ANSWER_USER = 1000
+
+
+def guest_uids(machine_uid: int | None = None) -> tuple[int, int]:
+    """(guest user, answer user) for a lab run by @machine_uid (this
+    process's). hostfs shows each file of /lab/HOST with the owner it has
+    on this machine, the user running the lab: a guest user with that uid
+    would own every log of its host and could rewrite its checker's
+    results. So neither guest user is ever the machine's uid."""
+    uid = os.geteuid() if machine_uid is None else machine_uid
+    return (GUEST_USER if uid != GUEST_USER else GUEST_USER - 1,
+            ANSWER_USER if uid != ANSWER_USER else ANSWER_USER + 1)
 
 
 def guest_mem(kernel: Path, host: Host) -> str:
@@ -198,7 +209,8 @@ def guest_variables(host: Host) -> dict[str, str]:
 
 def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str]:
     """Shell lines that bring a host's network and disk up."""
-    lines = ['set -u']
+    guest, answer = guest_uids()
+    lines = ['set -u', f'export LAB_GUEST_UID={guest} LAB_ANSWER_UID={answer}']
     for name, value in (variables or {}).items():
         lines.append(f'export {name}={shlex.quote(value)}')
     for link in host.links:
@@ -219,7 +231,7 @@ def setup_lines(host: Host, variables: dict[str, str] | None = None) -> list[str
     if host.disk:
         # The guest user runs the tests (runs are unprivileged unless `root`).
         lines.append('mkdir -p /mnt/disk && mount -t ext4 /dev/ubda /mnt/disk && '
-                     f'chown {GUEST_USER}:{GUEST_USER} /mnt/disk')
+                     f'chown {guest}:{guest} /mnt/disk')
     return lines
 
 
@@ -232,6 +244,7 @@ def run_script(host: Host, startup: str = '', variables: dict[str, str] | None =
     """The shell script the host's /init runs from /lab/HOST/run.sh."""
     lines = ['# Written by the lab driver for this run; runs inside the guest.']
     lines += setup_lines(host, variables)
+    guest, answer = guest_uids()
     if startup:
         lines.append(startup.rstrip('\n'))
     lines.append(f'cd /lab/{host.name}')
@@ -239,7 +252,7 @@ def run_script(host: Host, startup: str = '', variables: dict[str, str] | None =
     def runner(run) -> str:
         prog = ['/opt/kevent/' + run.argv[0]] + run.argv[1:]
         env = ''.join(f'{shlex.quote(pair)} ' for pair in run.env)
-        user = f'-u {ANSWER_USER if run.answer else GUEST_USER} ' if run.user else ''
+        user = f'-u {answer if run.answer else guest} ' if run.user else ''
         return ((f'env {env}' if env else '') + f'lab_runner -o /lab/{host.name}/{run.key}.log -t {run.timeout} '
                 f'-p {shlex.quote(f"[{host.name}:{run.key}] ")} {user}-- '
                 + ' '.join(_word(a) for a in prog))

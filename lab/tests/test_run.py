@@ -1,5 +1,6 @@
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -277,7 +278,8 @@ def test_each_host_reaches_only_its_own_directory_with_hostfs():
     assert '-o "$LAB_DIR"' not in init
 
 
-def test_runs_drop_root_unless_they_say_root():
+def test_runs_drop_root_unless_they_say_root(monkeypatch):
+    monkeypatch.setattr(os, 'geteuid', lambda: 0)
     h = topology.parse('host a disk=64M\nrun a s user -- p\nrun a t -- q\nrun a u root -- r\n').hosts['a']
     lines = run.run_script(h).splitlines()
     line = {k: [l for l in lines if f'/lab/a/{k}.log' in l][0] for k in 'stu'}
@@ -299,7 +301,8 @@ def test_only_the_programs_that_need_root_have_it():
                     'kevent_limits_test', 'kevent_naio_test', 'kevent_reliability_test', 'sysrq_crash']
 
 
-def test_exercise_answers_run_as_a_user_of_their_own():
+def test_exercise_answers_run_as_a_user_of_their_own(monkeypatch):
+    monkeypatch.setattr(os, 'geteuid', lambda: 0)
     """Answers and their checkers both ran as nobody: an answer could trace
     its checker and make it print ok. An answer now runs as ANSWER_USER,
     started so by lab_runner (ex01) or by its root checker (ex02, ex03)."""
@@ -318,3 +321,37 @@ def test_exercise_answers_run_as_a_user_of_their_own():
         assert not checker.user and checker.argv[1] == f"/opt/kevent/ex{lab[3:5]}_answer"
     with pytest.raises(topology.TopologyError, match='either root or user'):
         topology.parse('host a\nrun a s root answer -- p\n')
+
+
+@pytest.mark.parametrize('machine, guest, answer', [(0, 65534, 1000), (1000, 65534, 1001),
+                                                    (65534, 65533, 1000), (4321, 65534, 1000)])
+def test_no_guest_user_is_the_machines_user(monkeypatch, machine, guest, answer):
+    """hostfs shows /lab/HOST's files with their owner on this machine. A
+    student at uid 1000 running the lab gave every log the answer's uid: the
+    answer (uid 1000 in the guest) owned its checker's log and could rewrite
+    it. Neither guest user is ever the uid running the lab."""
+    monkeypatch.setattr(os, 'geteuid', lambda: machine)
+    assert run.guest_uids() == (guest, answer)
+    topo = topology.parse('host a disk=64M\nrun a s user -- p\nrun a t user answer -- q\n')
+    script = run.run_script(topo.hosts['a'])
+    assert f'export LAB_GUEST_UID={guest} LAB_ANSWER_UID={answer}\n' in script
+    assert f' -u {guest} -- /opt/kevent/p' in script and f' -u {answer} -- /opt/kevent/q' in script
+    assert f'chown {guest}:{guest} /mnt/disk' in script
+    assert machine not in (guest, answer)
+
+
+def test_a_checker_starts_the_answer_as_the_uid_the_driver_chose(tmp_path):
+    """ex_answer.h's ex_answer_uid() reads LAB_ANSWER_UID (the driver's
+    choice), and falls back to 1000 for nothing, garbage or root."""
+    if not shutil.which('gcc'):
+        pytest.skip('no gcc')
+    inc = Path(__file__).resolve().parents[2] / 'exercises' / 'include'
+    src = tmp_path / 'uid.c'
+    src.write_text('#include "ex_answer.h"\nint main(void) { printf("%u\\n", ex_answer_uid()); return 0; }\n')
+    subprocess.run(['gcc', '-D_GNU_SOURCE', '-Wall', '-Wextra', '-Werror', '-I', str(inc), '-o', str(tmp_path / 'uid'), str(src)], check=True)
+    for value, want in ((None, 1000), ('1001', 1001), ('0', 1000), ('12x', 1000), ('', 1000), ('70000', 1000)):
+        env = {k: v for k, v in os.environ.items() if k != 'LAB_ANSWER_UID'}
+        if value is not None:
+            env['LAB_ANSWER_UID'] = value
+        out = subprocess.run([str(tmp_path / 'uid')], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout == f'{want}\n', value
