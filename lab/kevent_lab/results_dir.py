@@ -12,13 +12,21 @@ runs/STAMP-LAB/summary.json, ...). A file the run did not write gets no link,
 so nothing in DIR can describe another run. The links of the previous run
 are removed as the next one starts. The ten newest run folders are kept.
 
-DIR may be any directory (`.`, a home, a folder of notes): only names this
-module made are ever removed, listed in DIR/.lab-results, and a file of the
-user's with the name of a result is left alone (the run says so).
+Two runs may share DIR at once (two labs into build/results): each publishes
+under a lock on DIR/.lab-results.lock and first removes every link into
+runs/, whoever made it, so DIR always names the files of exactly one run,
+the one that ended last.
+
+DIR may be any directory (`.`, a home, a folder of notes): only links this
+module made (links into DIR/runs) are ever removed, never a plain file, even
+one DIR/.lab-results names; a file of the user's with the name of a result
+is left alone (the run says so).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 import shutil
 import time
@@ -27,6 +35,7 @@ from pathlib import Path
 from .topology import Topology
 
 MANIFEST = '.lab-results'
+LOCK = '.lab-results.lock'
 RUNS = 'runs'
 LATEST = 'latest'
 KEEP = 10
@@ -42,15 +51,6 @@ def names(topo: Topology) -> list[str]:
             out += [f'{host.name}.{run.key}.log', f'{host.name}.{run.key}.trace']
     out += [f'{seg}.pcap' for seg in topo.segments]
     return out
-
-
-def _listed(results: Path) -> list[str]:
-    try:
-        text = (results / MANIFEST).read_text()
-    except OSError:
-        return []
-    # Plain names only: a list edited by hand cannot reach out of the directory.
-    return [n for n in text.split('\n') if n and '/' not in n and n not in ('.', '..')]
 
 
 def _ours(path: Path) -> bool:
@@ -88,19 +88,34 @@ class RunFolder:
         self.skipped: list[str] = []
         self._unlink_previous()
 
-    def _unlink_previous(self) -> None:
-        # What the previous run listed: its links, or (before run folders)
-        # the files it wrote itself into DIR.
-        for name in _listed(self.results) + [LATEST]:
-            path = self.results / name
-            if name == LATEST and not _ours(path):
-                continue
-            if path.is_symlink() or path.is_file():
-                path.unlink()
+    @contextlib.contextmanager
+    def _locked(self):
+        """DIR to ourselves while its names change (another run may share it)."""
+        with open(self.results / LOCK, 'a') as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            yield
+
+    def _unlink_ours(self) -> None:
+        """Removes every link into runs/ of DIR: what the previous run listed
+        in DIR/.lab-results, and what a run that shared DIR made since."""
+        for path in self.results.iterdir():
+            if _ours(path):
+                path.unlink(missing_ok=True)
         (self.results / MANIFEST).unlink(missing_ok=True)
+
+    def _unlink_previous(self) -> None:
+        with self._locked():
+            self._unlink_ours()
 
     def publish(self, topo: Topology) -> list[str]:
         """Gives the files this run wrote their stable names in DIR; returns them."""
+        with self._locked():
+            self._unlink_ours()
+            made = self._link(topo)
+        self.prune()
+        return made
+
+    def _link(self, topo: Topology) -> list[str]:
         made = []
         for name in names(topo):
             if not (self.path / name).is_file():
@@ -114,12 +129,9 @@ class RunFolder:
             link.symlink_to(Path(RUNS) / self.path.name / name)
             made.append(name)
         latest = self.results / LATEST
-        if latest.is_symlink():
-            latest.unlink()
-        if not latest.exists():
+        if not latest.exists() and not latest.is_symlink():
             latest.symlink_to(Path(RUNS) / self.path.name)
         (self.results / MANIFEST).write_text(''.join(n + '\n' for n in made))
-        self.prune()
         return made
 
     def prune(self, keep: int = KEEP) -> None:

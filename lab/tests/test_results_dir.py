@@ -62,6 +62,50 @@ def test_results_dot_keeps_the_users_files(tmp_path):
     assert (tmp_path / 'x' / 'keep').exists()
 
 
+def test_a_listed_plain_file_is_never_removed(tmp_path):
+    """DIR/.lab-results naming a plain file of the user's (edited by hand, or
+    left by an old checkout) made the next run delete it: only links into
+    runs/ are ever removed."""
+    (tmp_path / 'mynotes').write_text('mine')
+    (tmp_path / 'summary.json').write_text('mine too')
+    (tmp_path / '.lab-results').write_text('mynotes\nsummary.json\n')
+    folder = a_run(tmp_path)
+    assert (tmp_path / 'mynotes').read_text() == 'mine'
+    assert (tmp_path / 'summary.json').read_text() == 'mine too'
+    assert folder.skipped == ['summary.json']
+
+
+OTHER = topology.parse('host b\nrun b s -- p\n', name='u')
+
+
+def _names(results: Path) -> dict[str, str]:
+    """DIR's stable names and the run folder each leads into."""
+    return {p.name: p.readlink().parts[1] for p in results.iterdir() if p.is_symlink()}
+
+
+@pytest.mark.parametrize('last', ['x', 'y'])
+def test_two_runs_sharing_dir_leave_the_names_of_one(tmp_path, last):
+    """Runs of labs x and y into one DIR at once: summary.json and latest
+    named x while b.console.log named y, and that stray link was in no list,
+    so it stayed for good. Whichever run ends last, DIR names its files only."""
+    x = results_dir.RunFolder(tmp_path, TOPO.name)
+    y = results_dir.RunFolder(tmp_path, OTHER.name)
+    for folder, files in ((x, ('summary.json', 'a.console.log')), (y, ('summary.json', 'b.console.log'))):
+        for name in files:
+            (folder.path / name).write_text(name)
+    order = [(y, OTHER), (x, TOPO)] if last == 'x' else [(x, TOPO), (y, OTHER)]
+    for folder, topo in order:
+        folder.publish(topo)
+    winner = order[-1][0].path.name
+    names = _names(tmp_path)
+    assert set(names.values()) == {winner}, names
+    assert sorted(names) == sorted(['latest', 'summary.json',
+                                    'a.console.log' if last == 'x' else 'b.console.log'])
+    # And the next run of either removes every one of them.
+    a_run(tmp_path, files=('summary.json',))
+    assert sorted(_names(tmp_path)) == ['latest', 'summary.json']
+
+
 def test_the_ten_newest_runs_are_kept(tmp_path):
     folders = [a_run(tmp_path) for _ in range(12)]
     kept = sorted(p.name for p in (tmp_path / 'runs').iterdir())
