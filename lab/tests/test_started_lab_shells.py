@@ -54,6 +54,15 @@ def test_exec_after_a_stuck_one(pair):
     assert out.stdout == 'a b|$HOME|'
 
 
+def test_a_command_that_ignores_ctrl_c_and_hangup_ends_with_its_exec(pair):
+    """It outlived exec's Ctrl-C and the hangup, and ran on behind later execs."""
+    out = labctl('exec', '--lab', 'pair', '--id', pair, '--timeout', '3', 'server',
+                 "trap '' INT HUP QUIT; sleep 4321")
+    assert out.returncode == 124, out.stdout + out.stderr
+    out = lab_exec(pair, 'server', 'ps -o pid,args | grep -c "[s]leep 4321"')
+    assert (out.returncode, out.stdout) == (1, '0\n'), out.stdout + out.stderr
+
+
 def test_hostfs_reaches_only_the_hosts_own_directory(pair):
     out = lab_exec(pair, 'server', 'ls /lab; mkdir -p /mnt/h; mount -t hostfs -o /etc hostfs /mnt/h')
     assert out.stdout.split('\n')[0] == 'server'                  # not the client's directory
