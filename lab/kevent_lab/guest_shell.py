@@ -29,7 +29,13 @@ import time
 import tty
 from pathlib import Path
 
-ASSIGNED_RE = re.compile(r"Virtual console ([0-9]) assigned device '/dev/pts/([0-9]{1,6})'", re.ASCII)
+from .console_follow import ConsoleFollower
+
+# UML's own line: at the start of a line, after printk's time stamp, so
+# that what a program prints mid-line cannot pass for it.
+ASSIGNED_RE = re.compile(r"^(?:\[ {0,12}[0-9]{1,12}\.[0-9]{1,9}\] )?"
+                         r"Virtual console ([0-9]) assigned device '/dev/pts/([0-9]{1,6})'\r?$",
+                         re.ASCII | re.MULTILINE)
 CONSOLE, EXEC = 1, 2            # the guest's /dev/tty1 and /dev/tty2
 NEVER = re.compile(rb'(?!)')
 
@@ -70,8 +76,15 @@ def find_pts(console_log: Path, pid: int, console: int, wait_s: float = 3.0) -> 
     Waits a little: right after an exec or console closed it, UML may not
     have taken and announced its new pty yet."""
     deadline = time.monotonic() + wait_s
+    follower, n = ConsoleFollower(console_log), None
     while True:
-        n = last_pts(console_log.read_text(errors='replace'), console)
+        # Each byte of the log is read once, however much a guest printed.
+        while True:
+            at = follower.offset
+            found = last_pts('\n'.join(follower.new_lines()), console)
+            n = found if found is not None else n
+            if follower.offset == at:
+                break
         if n is not None and held_by(pid, n):
             return f'/dev/pts/{n}'
         if time.monotonic() > deadline:

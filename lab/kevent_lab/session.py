@@ -29,6 +29,7 @@ import tty
 from pathlib import Path
 
 from . import capture, guest_shell, instances, uml_paths, uplink
+from .console_follow import ConsoleFollower
 from .instances import Instance, groups_alive, state_groups
 from .processes import Supervisor, start_switch
 from .run import USERSPACE_MARK, check_tools, guest_variables, make_disk, setup_lines, start_uml
@@ -196,13 +197,18 @@ def start(labctl: Path, lab: str, work: Path, timeout: float = 60, say=print,
     hint = f' --id {inst.id}' if others else ''
     deadline = time.monotonic() + timeout
     path = inst.path / instances.STATE
+    followers: dict[str, ConsoleFollower] = {}
+    ready: list[str] = []
     while time.monotonic() < deadline:
         if path.exists():
             state = json.loads(path.read_text())
-            ready = [h for h, v in state['hosts'].items()
-                     if READY_MARK in Path(v['console']).read_text(errors='replace')]
+            # Each console is read once through, not whole at every look.
+            for h, v in state['hosts'].items():
+                follower = followers.setdefault(h, ConsoleFollower(Path(v['console'])))
+                if h not in ready and any(READY_MARK in line for line in follower.new_lines()):
+                    ready.append(h)
             if len(ready) == len(state['hosts']):
-                say(f'lab {lab} is up (instance {inst.id}, {inst.path}): {", ".join(ready)}; '
+                say(f'lab {lab} is up (instance {inst.id}, {inst.path}): {", ".join(state["hosts"])}; '
                     f'labctl console{hint} --lab {lab} HOST, labctl exec{hint} --lab {lab} HOST -- CMD, '
                     f'labctl stop {lab}{hint}')
                 for host, h in state['hosts'].items():

@@ -108,6 +108,12 @@ def test_the_last_pty_uml_announced_counts_and_must_be_held_by_uml(tmp_path, hos
                    "Virtual console 1 assigned device '/dev/pts/999'\n"
                    f"Virtual console 2 assigned device '/dev/pts/{mine}'\n")
     assert guest_shell.last_pts(log.read_text(), 2) == mine
+    # As UML writes it (printk's time stamp), and never from mid-line or
+    # with more after it, where a program's output could put it.
+    stamped = f"[    8.180000] Virtual console 2 assigned device '/dev/pts/{mine}'\r\n"
+    for forged in (f"x Virtual console 2 assigned device '/dev/pts/{other}'\n",
+                   f"Virtual console 2 assigned device '/dev/pts/{other}' x\n"):
+        assert guest_shell.last_pts(stamped + forged, 2) == mine
     assert guest_shell.find_pts(log, os.getpid(), 2) == host.pts
     # A pty this process does not hold is refused, even when announced last.
     pid = host.shell.pid

@@ -8,6 +8,8 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from kevent_lab import ktap, results, run, topology, trace
 from kevent_lab.results import HostResult, TestRecord
 
@@ -219,6 +221,23 @@ def test_console_is_read_once_not_at_every_look(tmp_path):
     run.boot_and_wait([hr], lambda hr: FakeChild(12), None, said.append)
     read = rchar() - before
     assert hr.userspace_s is not None
+    assert read < 2 * size, f'read {read >> 20} MiB of a {size >> 20} MiB console'
+
+
+def test_a_started_hosts_console_is_read_once_while_exec_waits_for_its_pty(tmp_path):
+    """guest_shell.find_pts read the whole console log ten times a second
+    while it waited for UML to announce a pty (and session.start five times
+    a second until every host was ready)."""
+    from kevent_lab import guest_shell
+    console = tmp_path / 'a.console.log'
+    size = 4 << 20
+    with open(console, 'wb') as f:
+        f.write(b"[    1.6] Virtual console 2 assigned device '/dev/pts/999999'\n"
+                + (b'x' * 99 + b'\n') * (size // 100))
+    before = rchar()
+    with pytest.raises(guest_shell.ShellError, match='last announced: /dev/pts/999999'):
+        guest_shell.find_pts(console, os.getpid(), 2, wait_s=1.0)
+    read = rchar() - before
     assert read < 2 * size, f'read {read >> 20} MiB of a {size >> 20} MiB console'
 
 
