@@ -92,18 +92,50 @@ def is_ours(state: dict, pid: int) -> bool:
     return recorded is not None and start_time(pid) == recorded
 
 
+def carries_token(pid: int, token: str) -> bool:
+    """True if process @pid has the lab supervisor's @token in its environment
+    (processes.Supervisor gives it to every child)."""
+    try:
+        with open(f'/proc/{pid}/environ', 'rb') as f:
+            env = f.read().split(b'\0')
+    except OSError:
+        return False
+    return f'KEVENT_LAB_SUPERVISOR={token}'.encode() in env
+
+
+def group_members(group: int) -> list[int]:
+    """The live processes of process group @group."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry}/stat') as f:
+                fields = f.read().rsplit(')', 1)[-1].split()
+        except OSError:
+            continue
+        if fields[0] != 'Z' and int(fields[2]) == group:
+            found.append(int(entry))
+    return found
+
+
 def state_groups(state: dict) -> set[int]:
     """The process groups of a started lab (each its leader's pid) that may
     still hold its processes: those whose leader is the process the lab
-    started, or is gone (a group's number is not given to a new process
-    while the group has members). A leader's pid now used by another
-    process (its start time differs) names a group that is not ours."""
+    started, or is gone while a member carries the lab's token. A leader's
+    pid now used by another process (its start time differs) names a group
+    that is not ours; so does a group whose leader is gone and none of whose
+    members carries the token (the pid was reused, and that group is a
+    stranger's whose leader ended too)."""
     groups = set()
+    token = state.get('token')
     for pid in state_pids(state):
         if str(pid) not in state.get('starts', {}):
             continue
-        now = start_time(pid)
-        if now is None or is_ours(state, pid):
+        if is_ours(state, pid):
+            groups.add(pid)
+        elif start_time(pid) is None and isinstance(token, str) and token and \
+                any(carries_token(m, token) for m in group_members(pid)):
             groups.add(pid)
     return groups
 

@@ -103,6 +103,9 @@ def serve(topo: Topology, labdir: Path, kernel: Path, rootfs: Path, inst: Instan
                  'segments': {seg: {'mgmt': str(path)} for seg, path in mgmt.items()}}
         # What stop and crash check before they signal a pid of this file.
         state['starts'] = instances.starts_of(instances.state_pids(state))
+        # What every process the lab started carries in its environment: a
+        # group whose leader is gone is the lab's only if a member has it.
+        state['token'] = sup.token
         tmp_state = state_path.with_suffix('.tmp')
         tmp_state.write_text(json.dumps(state, indent=2) + '\n')
         tmp_state.rename(state_path)

@@ -133,6 +133,46 @@ def test_a_state_json_cannot_make_crash_kill_a_stranger(tmp_path):
             stranger.wait()
 
 
+def _orphaned_group(env=None) -> tuple[int, int]:
+    """A process group whose leader has ended: (group, its one member)."""
+    leader = subprocess.Popen(['sh', '-c', 'sleep 30 & echo $!'], start_new_session=True,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    member = int(leader.stdout.readline())
+    leader.wait()
+    return leader.pid, member
+
+
+def test_a_group_whose_leader_is_gone_is_the_labs_only_with_its_token(tmp_path):
+    """A group whose leader had ended was always taken as the lab's: its
+    leader's pid, used again by a stranger who made a group and ended too,
+    made crash kill the stranger's group."""
+    from kevent_lab import session
+    token = 'lab-token-' + os.urandom(4).hex()
+    inst = instances.claim(tmp_path, 'pair')
+    groups = []
+    try:
+        for env, killed in ((None, False), (dict(os.environ, KEVENT_LAB_SUPERVISOR=token), True)):
+            group, member = _orphaned_group(env)
+            groups.append(member)
+            (inst.path / 'state.json').write_text(json.dumps(
+                {'lab': 'pair', 'id': inst.id, 'pid': 999999999, 'switches': [],
+                 'hosts': {'x': {'pid': group, 'console': '/dev/null'}},
+                 'starts': {str(group): 1}, 'token': token}))
+            assert (group in instances.state_groups(json.loads((inst.path / 'state.json').read_text()))) \
+                == killed
+            session.crash('pair', tmp_path, lambda m: None)
+            time.sleep(0.2)
+            assert (not os.path.exists(f'/proc/{member}') or
+                    open(f'/proc/{member}/stat').read().rsplit(')', 1)[1].split()[0] == 'Z') == killed
+    finally:
+        inst.release()
+        for pid in groups:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
 def test_a_lab_name_that_is_a_path_is_refused(tmp_path):
     import pytest
     for name in ('/some/dir', '../../X', '..', 'a/b', ''):
