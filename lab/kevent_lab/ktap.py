@@ -122,6 +122,10 @@ def _group(name: str, status: str, duration: float | None, message: str,
     return r
 
 
+# Where the output ends early and nothing says why; a runner log says why.
+ENDED_EARLY = 'the output ended early (crash, hang or kill?)'
+
+
 def _close(frame: _Frame) -> list[Result]:
     """The results of a finished frame, with a failure for missing ones."""
     results = list(frame.results)
@@ -130,8 +134,7 @@ def _close(frame: _Frame) -> list[Result]:
         # however much of the output made it to disk.
         results.append(Result(
             '(incomplete)' if results else '(no results)', 'fail', None,
-            f'plan was 1..{frame.plan} but only {len(results)} results arrived: '
-            'the output ended early (crash, hang or kill?)'))
+            f'plan was 1..{frame.plan} but only {len(results)} results arrived: {ENDED_EARLY}'))
     return results
 
 
@@ -292,8 +295,12 @@ def parse_runner_log(text: str) -> RunnerLog:
     duration = round(last - first, 6) if first is not None and last is not None else None
     results = parse_lines(output)
     if exit_how != 'status=0':
-        # Say how the program ended wherever its output ended early.
+        # Say how the program ended wherever its output ended early: what
+        # the runner recorded, in place of a guess.
         for r in results:
             if r.name in ('(incomplete)', '(no results)') and r.status == 'fail':
-                r.message += f'; {describe_exit(exit_how)}'
+                if exit_how is not None and ENDED_EARLY in r.message:
+                    r.message = r.message.replace(ENDED_EARLY, f'the output ended early: {describe_exit(exit_how)}')
+                else:
+                    r.message += f'; {describe_exit(exit_how)}'
     return RunnerLog(results, exit_how, started, duration)

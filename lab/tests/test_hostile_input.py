@@ -163,6 +163,14 @@ def test_crash_says_which_signal():
     last = ktap.parse_runner_log(log).results[-1]
     assert last.name == '(incomplete)' and 'killed by SIGSEGV' in last.message
     assert 'timed out after 40 s' in ktap.describe_exit('timeout=40')
+    # What the runner recorded replaces the guess, it is not added after it.
+    assert last.message == ('plan was 1..3 but only 1 results arrived: '
+                            'the output ended early: it was killed by SIGSEGV')
+    timed_out = ktap.parse_runner_log(log.replace('signal=11', 'timeout=40')).results[-1]
+    assert timed_out.message.endswith('the output ended early: it timed out after 40 s and was killed')
+    # Without an exit record the guess stays, and what is known follows it.
+    never = ktap.parse_runner_log(log.replace('#lab-exit 0.4 signal=11\n', '')).results[-1]
+    assert '(crash, hang or kill?); it never ended' in never.message
 
 
 # --- junit.xml, the terminal ---------------------------------------------------
