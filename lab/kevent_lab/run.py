@@ -79,7 +79,10 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
     # affinity, and a system call on one CPU costs about a quarter as much.
     pin = (['taskset', '-c', str(pinned_cpu(host.cpu, list(os.sched_getaffinity(0))))]
            if host.cpu is not None else [])
-    argv = pin + [str(kernel), f'mem={guest_mem(kernel, host)}', f'initrd={rootfs}', f'umid={umid}',
+    # The kernel's command line is split at spaces: the initramfs and the
+    # run directory go through links where their paths have a separator.
+    initrd = uml_paths.reachable(rootfs, uml_dir.parent / 'rootfs.cpio')
+    argv = pin + [str(kernel), f'mem={guest_mem(kernel, host)}', f'initrd={initrd}', f'umid={umid}',
                   f'uml_dir={uml_dir}', 'con0=null,fd:1', 'con=null', 'ssl=null']
     if host.disk and run_dir is not None:
         disk = uml_paths.reachable(run_dir / host.name / 'disk.img', uml_dir.parent / f'{host.name}.disk.img')
@@ -103,7 +106,7 @@ def uml_argv(kernel: Path, rootfs: Path, host: Host, umid: str, uml_dir: Path,
             argv += ['LAB_TOOLS=1', f'LAB_OWN={own}']
         else:
             argv.append(f'hostfs={own}')
-        argv.append(f'LAB_DIR={run_dir}')
+        argv.append(f'LAB_DIR={uml_paths.reachable(run_dir, uml_dir.parent / "run_dir")}')
     return argv
 
 
