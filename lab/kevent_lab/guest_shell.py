@@ -179,8 +179,14 @@ def run(fd: int, host: str, words: list[str], timeout: float) -> tuple[int, byte
         line = f'base64 -d {path}.b64 >{path} && . {path}'
         # Gone before the end is told: nothing is left once exec returns.
         cleanup = f'__lab_st=$?; rm -f {path} {path}.b64; (exit $__lab_st); '
-    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {line} ) </dev/null; {cleanup}'
-                  f'echo "__LAB{nonce}""END__$?"\n').encode())
+    # The command runs as a background job of the shell (a process group
+    # of its own, as job control makes it) that the shell waits for: a
+    # Ctrl-C then interrupts the shell's wait, never depends on the command
+    # letting itself be interrupted, and the shell kills the job's group.
+    # A server the command leaves running in the background (`(srv &)`)
+    # is in no foreground group and outlives the exec, as intended.
+    os.write(fd, (f'echo "__LAB{nonce}""BEGIN__"; ( {line} ) </dev/null & __lab_job=$!; '
+                  f'wait $__lab_job; {cleanup}echo "__LAB{nonce}""END__$?"\n').encode())
     begin = _read_until(fd, buf, re.compile(rb'__LAB' + nonce.encode() + rb'BEGIN__\r?\n'),
                         time.monotonic() + timeout)
     end = None
@@ -188,8 +194,19 @@ def run(fd: int, host: str, words: list[str], timeout: float) -> tuple[int, byte
         end = _read_until(fd, buf, re.compile(rb'__LAB' + nonce.encode() + rb'END__([0-9]{1,3})\r?\n'),
                           time.monotonic() + timeout)
     if not end:
-        os.write(fd, b'\x03')
         out = bytes(buf[begin.end():]) if begin else b''
+        _kill_job(fd, nonce)
         return 124, out.replace(b'\r\n', b'\n')
     out = bytes(buf[begin.end():end.start()])
     return int(end.group(1)), out.replace(b'\r\n', b'\n')
+
+
+def _kill_job(fd: int, nonce: str) -> None:
+    """Ends a command that did not end in time: Ctrl-C brings the shell back
+    from its wait, and the shell kills the command's process group, which
+    ignoring SIGINT or SIGHUP cannot stop (it ran on behind later execs)."""
+    os.write(fd, b'\x03')
+    _read_until(fd, bytearray(), NEVER, time.monotonic() + 0.2)
+    os.write(fd, f'kill -KILL -$__lab_job 2>/dev/null; echo "__LAB{nonce}""KILLED__"\n'.encode())
+    _read_until(fd, bytearray(), re.compile(rb'__LAB' + nonce.encode() + rb'KILLED__\r?\n'),
+                time.monotonic() + 5)

@@ -90,6 +90,29 @@ def test_a_stuck_command_is_interrupted_and_the_next_exec_works(host):
     assert time.monotonic() - t0 < 5
 
 
+def test_a_command_that_ignores_ctrl_c_is_killed_and_the_next_exec_works(host, tmp_path):
+    """`trap '' INT; sleep 20` outlived exec's Ctrl-C: every later exec said
+    'no answer from the shell'. Its process group is killed now; a server
+    left in the background by a command that ended runs on."""
+    started = tmp_path / 'bg'
+    assert shell_run(host, [f"(sleep 300 & echo $! > {started})"]) == (0, b'')
+    status, _ = shell_run(host, ["trap '' INT HUP; sh -c 'echo $$ > " + str(tmp_path / 'stuck')
+                                 + "; exec sleep 300'"], timeout=1)
+    assert status == 124
+    t0 = time.monotonic()
+    assert shell_run(host, ['echo next']) == (0, b'next\n')
+    assert time.monotonic() - t0 < 5
+    stuck = int((tmp_path / 'stuck').read_text())
+    deadline = time.monotonic() + 5
+    while os.path.exists(f'/proc/{stuck}') and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f'/proc/{stuck}') or \
+        Path(f'/proc/{stuck}/stat').read_text().rsplit(')', 1)[1].split()[0] == 'Z'
+    background = int(started.read_text())
+    assert os.path.exists(f'/proc/{background}')
+    os.kill(background, 9)
+
+
 def test_a_shell_of_another_host_runs_nothing(host, tmp_path):
     marker = tmp_path / 'ran'
     with pytest.raises(guest_shell.ShellError, match="says it is 'c1', not 'c3'"):
