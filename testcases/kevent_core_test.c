@@ -375,7 +375,7 @@ TEST_F(queue, read_only_control_is_accepted)
 
 TEST_F(queue, unknown_cmd_is_einval)
 {
-	static const unsigned int bad[] = { KEVENT_CTL_INIT + 1, 0x80000000u, 0xffffffffu };
+	static const unsigned int bad[] = { KEVENT_CTL_READY + 1, 0x80000000u, 0xffffffffu };
 	struct ukevent uk = kevent_timer(10, 0, 0);
 	char what[64];
 	unsigned int i;

@@ -120,6 +120,26 @@ static inline long kevent_wait(int fd, struct ukevent *out, unsigned int num,
 	return kevent_cmd(fd, KEVENT_CTL_WAIT, out, num, timeout_ms);
 }
 
+/* KEVENT_CTL_READY: post each entry's events to its KEVENT_USER kevent. */
+static inline long kevent_post(int fd, struct ukevent *uk, unsigned int n)
+{
+	return kevent_cmd(fd, KEVENT_CTL_READY, uk, n, 0);
+}
+
+/* A KEVENT_USER kevent named @name (id.raw[0]) taking the bits of @mask. */
+static inline struct ukevent kevent_user_event(unsigned int name, unsigned int mask,
+					       unsigned int req_flags)
+{
+	struct ukevent uk;
+
+	memset(&uk, 0, sizeof(uk));
+	uk.id.raw[0] = name;
+	uk.type = KEVENT_USER;
+	uk.event = mask;
+	uk.req_flags = req_flags;
+	return uk;
+}
+
 /* A KEVENT_TIMER request: @period_ms, told apart by @tag. */
 static inline struct ukevent kevent_timer(unsigned int period_ms,
 					  unsigned int tag,
