@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 import re
 import shutil
 from contextlib import contextmanager
@@ -95,12 +96,19 @@ def is_ours(state: dict, pid: int) -> bool:
 def carries_token(pid: int, token: str) -> bool:
     """True if process @pid has the lab supervisor's @token in its environment
     (processes.Supervisor gives it to every child)."""
-    try:
-        with open(f'/proc/{pid}/environ', 'rb') as f:
-            env = f.read().split(b'\0')
-    except OSError:
-        return False
-    return f'KEVENT_LAB_SUPERVISOR={token}'.encode() in env
+    want = f'KEVENT_LAB_SUPERVISOR={token}'.encode()
+    # A process in the middle of an exec reads as having no environment
+    # for a moment: an empty answer is asked again.
+    for _ in range(20):
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as f:
+                env = f.read()
+        except OSError:
+            return False
+        if env:
+            return want in env.split(b'\0')
+        time.sleep(0.01)
+    return False
 
 
 def group_members(group: int) -> list[int]:

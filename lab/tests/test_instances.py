@@ -139,6 +139,10 @@ def _orphaned_group(env=None) -> tuple[int, int]:
                               stdout=subprocess.PIPE, text=True, env=env)
     member = int(leader.stdout.readline())
     leader.wait()
+    # Until the member is sleep itself, not the shell's child on its way there.
+    deadline = time.monotonic() + 10
+    while Path(f'/proc/{member}/comm').read_text().strip() != 'sleep' and time.monotonic() < deadline:
+        time.sleep(0.01)
     return leader.pid, member
 
 
