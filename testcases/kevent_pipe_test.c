@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,34 +159,18 @@ TEST_F(pipe, closing_the_watched_fd_breaks_the_kevent)
 	EXPECT_EQ(0, kevent_queued(self->kq));
 }
 
-struct reader {
-	int kq;
-	long got;
-	struct ukevent out;
-};
-
-static void *wait_forever(void *arg)
-{
-	struct reader *r = arg;
-
-	r->got = kevent_wait(r->kq, &r->out, 1, KEVENT_WAIT_FOREVER);
-	return NULL;
-}
-
 TEST_F(pipe, a_write_wakes_a_thread_asleep_in_wait)
 {
 	struct ukevent uk = kpipe(self->p[0], KEVENT_PIPE_READ, 0);
-	struct reader r = { .kq = self->kq, .got = -2 };
-	pthread_t t;
+	struct kevent_waiter w;
 
 	ASSERT_EQ(1, kevent_add(self->kq, &uk, 1));
-	ASSERT_EQ(0, pthread_create(&t, NULL, wait_forever, &r));
-	usleep(100 * 1000);
-	EXPECT_EQ(-2, r.got);
+	ASSERT_EQ(0, kevent_waiter_start(&w, self->kq));
+	EXPECT_EQ(-2, w.got);
 	ASSERT_EQ(5, write(self->p[1], "hello", 5));
-	ASSERT_EQ(0, pthread_join(t, NULL));
-	EXPECT_EQ(1, r.got);
-	EXPECT_EQ(5, r.out.ret_data[1]);
+	ASSERT_EQ(0, kevent_waiter_join(&w));
+	EXPECT_EQ(1, w.got);
+	EXPECT_EQ(5, w.out.ret_data[1]);
 }
 
 TEST(a_fifo_is_a_pipe_too)

@@ -8,7 +8,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -177,35 +176,19 @@ TEST(removed_kevent_takes_its_posts_with_it)
 	close(kq);
 }
 
-struct waiter {
-	int kq;
-	long got;
-	struct ukevent out;
-};
-
-static void *wait_forever(void *arg)
-{
-	struct waiter *w = arg;
-
-	w->got = kevent_wait(w->kq, &w->out, 1, KEVENT_WAIT_FOREVER);
-	return NULL;
-}
-
 TEST(a_post_wakes_a_thread_asleep_in_wait)
 {
-	struct waiter w = { .got = -2 };
-	pthread_t t;
+	struct kevent_waiter w;
+	int kq = queue_with(3, KEVENT_MASK_ALL, 0);
 
-	w.kq = queue_with(3, KEVENT_MASK_ALL, 0);
-	ASSERT_GE(w.kq, 0);
-	ASSERT_EQ(0, pthread_create(&t, NULL, wait_forever, &w));
-	usleep(100 * 1000);			/* asleep by now, or it finds the post */
+	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, kevent_waiter_start(&w, kq));	/* asleep, or it finds the post */
 	EXPECT_EQ(-2, w.got);
-	ASSERT_EQ(1, post(w.kq, 3, 0x40));
-	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(1, post(kq, 3, 0x40));
+	ASSERT_EQ(0, kevent_waiter_join(&w));
 	EXPECT_EQ(1, w.got);
 	EXPECT_EQ(0x40, w.out.ret_data[0]);
-	close(w.kq);
+	close(kq);
 }
 
 TEST(another_process_posts_through_the_inherited_queue)

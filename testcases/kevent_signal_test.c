@@ -7,7 +7,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,32 +141,16 @@ TEST_F(sig, removed_kevent_lets_the_signal_through)
 	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
 }
 
-struct waiter {
-	int kq;
-	long got;
-	struct ukevent out;
-};
-
-static void *wait_forever(void *arg)
-{
-	struct waiter *w = arg;
-
-	w->got = kevent_wait(w->kq, &w->out, 1, KEVENT_WAIT_FOREVER);
-	return NULL;
-}
-
 TEST_F(sig, a_signal_wakes_a_thread_asleep_in_wait)
 {
 	struct ukevent uk = ksignal(SIGUSR2, 0);
-	struct waiter w = { .kq = self->kq, .got = -2 };
-	pthread_t t;
+	struct kevent_waiter w;
 
 	ASSERT_EQ(1, kevent_add(self->kq, &uk, 1));
-	ASSERT_EQ(0, pthread_create(&t, NULL, wait_forever, &w));
-	usleep(100 * 1000);
+	ASSERT_EQ(0, kevent_waiter_start(&w, self->kq));
 	EXPECT_EQ(-2, w.got);
 	ASSERT_EQ(0, kill(getpid(), SIGUSR2));
-	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, kevent_waiter_join(&w));
 	EXPECT_EQ(1, w.got);		/* not EINTR: the signal never came */
 	EXPECT_EQ(1, w.out.ret_data[0]);
 	EXPECT_EQ(0, handled);

@@ -46,8 +46,9 @@ class Instance:
             self.fd = -1
 
 
-def groups_alive(groups: set[int]) -> bool:
-    """True while a live process belongs to one of the process groups."""
+def live_processes() -> dict[int, int]:
+    """Every live process (not a zombie) of this machine, with its process group."""
+    found = {}
     for entry in os.listdir('/proc'):
         if not entry.isdigit():
             continue
@@ -56,9 +57,14 @@ def groups_alive(groups: set[int]) -> bool:
                 fields = f.read().rsplit(')', 1)[-1].split()
         except OSError:
             continue
-        if fields[0] != 'Z' and int(fields[2]) in groups:
-            return True
-    return False
+        if fields[0] != 'Z':
+            found[int(entry)] = int(fields[2])
+    return found
+
+
+def groups_alive(groups: set[int]) -> bool:
+    """True while a live process belongs to one of the process groups."""
+    return any(group in groups for group in live_processes().values())
 
 
 def start_time(pid: int) -> int | None:
@@ -113,18 +119,7 @@ def carries_token(pid: int, token: str) -> bool:
 
 def group_members(group: int) -> list[int]:
     """The live processes of process group @group."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry}/stat') as f:
-                fields = f.read().rsplit(')', 1)[-1].split()
-        except OSError:
-            continue
-        if fields[0] != 'Z' and int(fields[2]) == group:
-            found.append(int(entry))
-    return found
+    return [pid for pid, g in live_processes().items() if g == group]
 
 
 def state_groups(state: dict) -> set[int]:

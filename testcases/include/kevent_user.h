@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,44 @@ static inline struct ukevent kevent_user_event(unsigned int name, unsigned int m
 	uk.event = mask;
 	uk.req_flags = req_flags;
 	return uk;
+}
+
+/*
+ * A thread asleep in WAIT for one event of a queue, without a time limit:
+ * kevent_waiter_start(), then whatever should wake it, then
+ * kevent_waiter_join(). @got is -2 until WAIT returned, then what it did.
+ */
+struct kevent_waiter {
+	int kq;
+	long got;
+	struct ukevent out;
+	pthread_t thread;
+};
+
+static inline void *kevent_waiter_run(void *arg)
+{
+	struct kevent_waiter *w = arg;
+
+	w->got = kevent_wait(w->kq, &w->out, 1, KEVENT_WAIT_FOREVER);
+	return NULL;
+}
+
+/* Starts @w on @kq and gives it 100 ms to fall asleep; 0 or an errno. */
+static inline int kevent_waiter_start(struct kevent_waiter *w, int kq)
+{
+	int err;
+
+	w->kq = kq;
+	w->got = -2;
+	err = pthread_create(&w->thread, NULL, kevent_waiter_run, w);
+	if (!err)
+		usleep(100 * 1000);
+	return err;
+}
+
+static inline int kevent_waiter_join(struct kevent_waiter *w)
+{
+	return pthread_join(w->thread, NULL);
 }
 
 /* A KEVENT_TIMER request: @period_ms, told apart by @tag. */
