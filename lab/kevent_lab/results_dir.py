@@ -18,9 +18,10 @@ runs/, whoever made it, so DIR always names the files of exactly one run,
 the one that ended last.
 
 DIR may be any directory (`.`, a home, a folder of notes): only links this
-module made (links into DIR/runs) are ever removed, never a plain file, even
-one DIR/.lab-results names; a file of the user's with the name of a result
-is left alone (the run says so).
+module made (links into DIR/runs) are ever removed, never a plain file; a
+file of the user's with the name of a result is left alone (the run says
+so). Which links are a run's is read from DIR itself, not from a list: the
+DIR/.lab-results list that earlier versions wrote is removed when found.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from .topology import Topology
 
-MANIFEST = '.lab-results'
+OLD_LIST = '.lab-results'      # written by earlier versions; nothing reads it
 LOCK = '.lab-results.lock'
 RUNS = 'runs'
 LATEST = 'latest'
@@ -96,12 +97,12 @@ class RunFolder:
             yield
 
     def _unlink_ours(self) -> None:
-        """Removes every link into runs/ of DIR: what the previous run listed
-        in DIR/.lab-results, and what a run that shared DIR made since."""
+        """Removes every link into runs/ of DIR: the previous run's, and what a
+        run that shared DIR made since."""
         for path in self.results.iterdir():
             if _ours(path):
                 path.unlink(missing_ok=True)
-        (self.results / MANIFEST).unlink(missing_ok=True)
+        (self.results / OLD_LIST).unlink(missing_ok=True)
 
     def _unlink_previous(self) -> None:
         with self._locked():
@@ -131,7 +132,6 @@ class RunFolder:
         latest = self.results / LATEST
         if not latest.exists() and not latest.is_symlink():
             latest.symlink_to(Path(RUNS) / self.path.name)
-        (self.results / MANIFEST).write_text(''.join(n + '\n' for n in made))
         return made
 
     def prune(self, keep: int = KEEP) -> None:
