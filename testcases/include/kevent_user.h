@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/kevent.h>
 
@@ -192,6 +194,41 @@ static inline struct ukevent kevent_timer(unsigned int period_ms,
 	uk.type = KEVENT_TIMER;
 	uk.event = KEVENT_TIMER_FIRED;
 	uk.req_flags = req_flags;
+	return uk;
+}
+
+/*
+ * KEVENT_POSIX_TIMER: timer_create() that reports to kevent queue @kq. The
+ * kernel reads the queue's descriptor where SIGEV_THREAD_ID reads the
+ * thread's (the kernel's sigev_notify_kevent_fd); glibc passes the
+ * sigevent through unchanged for anything but SIGEV_THREAD.
+ */
+#ifndef SIGEV_KEVENT
+#define SIGEV_KEVENT	8
+#endif
+
+static inline int kevent_timer_create(int kq, clockid_t clock, void *ptr,
+				      timer_t *timer)
+{
+	struct sigevent sev;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_KEVENT;
+	sev.sigev_value.sival_ptr = ptr;
+	sev._sigev_un._tid = kq;
+	return timer_create(clock, &sev, timer);
+}
+
+/* The kevent that timer_create() made for @timer of process @pid. */
+static inline struct ukevent kevent_posix_timer(timer_t timer, pid_t pid)
+{
+	struct ukevent uk;
+
+	memset(&uk, 0, sizeof(uk));
+	uk.id.raw[0] = (unsigned int)(long)timer;
+	uk.id.raw[1] = pid;
+	uk.type = KEVENT_POSIX_TIMER;
+	uk.event = KEVENT_POSIX_TIMER_EXPIRED;
 	return uk;
 }
 
