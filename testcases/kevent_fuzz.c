@@ -11,6 +11,8 @@
  * aio_sendfile with good and bad sockets, buffers, sizes and flags; reads
  * and writes that make events happen; SO_ASYNC_SOCK toggles; epoll
  * instances, inotify descriptors and io_uring rings beside the queues,
+ * POSIX timers that report to random slots (SIGEV_KEVENT) and are deleted
+ * while their queues are closed,
  * pipes, sockets, eventfds and timerfds, each watched from the others
  * (KEVENT_POLL and epoll_ctl on random slots); and closes of random
  * descriptors, queues and sockets with requests outstanding, while other
@@ -90,7 +92,7 @@ static void unexpected(const char *call, int err)
 }
 
 /* The errnos each call documents (docs/abi.md); anything else is a finding. */
-enum what { CTL, ENTRY, AIO, NAIO_DONE, BROKEN };
+enum what { CTL, ENTRY, AIO, NAIO_DONE, BROKEN, TIMER };
 
 static int allowed(enum what what, int err)
 {
@@ -100,13 +102,15 @@ static int allowed(enum what what, int err)
 	static const int aio[] = { EINVAL, E2BIG, EBADF, ENOTSOCK, ESOCKTNOSUPPORT, EBADFD,
 				   ENOTCONN, EOPNOTSUPP, EFAULT, ENOMEM };
 	static const int naio_done[] = { 0, ECONNRESET, EPIPE, ETIMEDOUT };
-	static const int broken[] = { EBADF, ENOENT };
+	static const int broken[] = { EBADF, ENOENT, EIDRM };
+	static const int timer[] = { EBADF, EINVAL, EEXIST, ENOSPC, ENOMEM, EAGAIN };
 	static const struct { const int *set; size_t n; } sets[] = {
 		[CTL]		= { ctl, sizeof(ctl) / sizeof(int) },
 		[ENTRY]		= { entry, sizeof(entry) / sizeof(int) },
 		[AIO]		= { aio, sizeof(aio) / sizeof(int) },
 		[NAIO_DONE]	= { naio_done, sizeof(naio_done) / sizeof(int) },
 		[BROKEN]	= { broken, sizeof(broken) / sizeof(int) },
+		[TIMER]		= { timer, sizeof(timer) / sizeof(int) },
 	};
 	size_t i;
 
@@ -416,11 +420,42 @@ static void do_sockopt(uint64_t *s)
 	setsockopt(fd, SOL_SOCKET, SO_ASYNC_SOCK, &on, sizeof(on));
 }
 
+#define TIMERS	8
+
 struct worker {
 	uint64_t seed;
 	long count;
 	pthread_t thread;
+	timer_t timers[TIMERS];
+	int live[TIMERS];
 };
+
+/*
+ * A POSIX timer that reports to a random slot (KEVENT_POSIX_TIMER), armed
+ * to fire every millisecond or two, or the deletion of one: the timer and
+ * its kevent go in every order, with do_close() closing queues meanwhile.
+ */
+static void do_timer(uint64_t *s, struct worker *w)
+{
+	unsigned int i = pick(s, TIMERS);
+	struct itimerspec its = { .it_value.tv_nsec = 1000000 + pick(s, 1000000) };
+
+	if (w->live[i]) {
+		timer_delete(w->timers[i]);
+		w->live[i] = 0;
+		return;
+	}
+	if (kevent_timer_create(any_fd(s), pick(s, 4) ? CLOCK_MONOTONIC :
+				CLOCK_PROCESS_CPUTIME_ID, NULL, &w->timers[i])) {
+		if (!allowed(TIMER, errno))
+			unexpected("timer_create(SIGEV_KEVENT)", errno);
+		return;
+	}
+	w->live[i] = 1;
+	if (pick(s, 2))
+		its.it_interval = its.it_value;
+	timer_settime(w->timers[i], 0, &its, NULL);
+}
 
 static void *work(void *arg)
 {
@@ -434,7 +469,7 @@ static void *work(void *arg)
 		return NULL;
 	memset(buf, 0x5a, BUF_SIZE);
 	for (i = 0; i < w->count; i++) {
-		switch (pick(&s, 18)) {
+		switch (pick(&s, 19)) {
 		case 0 ... 5:
 			do_ctl(&s);
 			break;
@@ -450,10 +485,16 @@ static void *work(void *arg)
 		case 15 ... 16:
 			do_watch(&s);
 			break;
+		case 17:
+			do_timer(&s, w);
+			break;
 		default:
 			do_sockopt(&s);
 		}
 	}
+	for (i = 0; i < TIMERS; i++)
+		if (w->live[i])
+			timer_delete(w->timers[i]);
 	/* The buffer may still be the target of requests: leave it mapped. */
 	return NULL;
 }
@@ -493,7 +534,7 @@ static int queues_work(void)
 
 int main(int argc, char **argv)
 {
-	struct worker w[16];
+	struct worker w[16] = { 0 };
 	uint64_t seed;
 	long count, pinned;
 	long long drops;
