@@ -180,4 +180,83 @@ TEST(modify_sets_wakeup_all)
 	close(kq);
 }
 
+/*
+ * A call waits for two events, while another call takes one; each call
+ * gets a level-triggered kevent once at most. The first call is woken for
+ * two ready kevents, pipe p (which stays readable) and pipe v, whose data
+ * is read again before the call harvests: it delivers p only, and waits on
+ * for one more. Then a second call delivers p and puts it back, still
+ * ready. The first call must not take p a second time, nor be woken for it
+ * again and again (which would burn the CPU until its timeout): its
+ * harvests after that pass p over. (KUnit forces the same interleaving in
+ * the kernel: kevent_test_level_once_per_call_across_calls.)
+ */
+struct level_waiter {
+	int		kq;
+	long		got;
+	long long	cpu_ns;
+	struct ukevent	out[4];
+};
+
+static long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *level_waiter_fn(void *arg)
+{
+	struct kevent_get_args args = { .timeout_ns = 1000 * MS };
+	struct level_waiter *w = arg;
+	long long before = thread_cpu_ns();
+
+	w->got = kevent_get_events(w->kq, 2, 4, w->out, &args);
+	w->cpu_ns = thread_cpu_ns() - before;
+	return NULL;
+}
+
+TEST(a_level_event_reaches_each_waiting_call_once)
+{
+	struct level_waiter w = { 0 };
+	struct ukevent uk, out;
+	int kq, p[2], v[2];
+	pthread_t t;
+	char c;
+
+	kq = kevent_init();
+	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, pipe(p));
+	ASSERT_EQ(0, pipe(v));
+	ASSERT_EQ(1, write(p[1], "x", 1));
+	uk = kevent_fd(p[0], KEVENT_POLL, KEVENT_POLL_POLLIN, 0);
+	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	uk = kevent_fd(v[0], KEVENT_POLL, KEVENT_POLL_POLLIN, 0);
+	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
+	w.kq = kq;
+	ASSERT_EQ(0, pthread_create(&t, NULL, level_waiter_fn, &w));
+	usleep(100 * 1000);	/* asleep: one event ready, two wanted */
+	/* Two ready; gone again before the woken call can run. */
+	ASSERT_EQ(1, write(v[1], "y", 1));
+	ASSERT_EQ(1, read(v[0], &c, 1));
+	usleep(100 * 1000);
+	/* Another call takes p, and puts it back: still readable. */
+	ASSERT_EQ(1, kevent_wait(kq, &out, 1, 1000));
+	EXPECT_EQ(p[0], out.id.raw[0]);
+	pthread_join(t, NULL);
+	EXPECT_GE(w.got, 1);
+	for (int i = 1; i < w.got; i++)
+		EXPECT_FALSE(w.out[i].id.raw[0] == w.out[0].id.raw[0])
+			TH_LOG("fd %u twice in one call", w.out[0].id.raw[0]);
+	EXPECT_LT(w.cpu_ns, 300 * MS)
+		TH_LOG("the call used %lld ms of CPU in 1 s of waiting",
+		       w.cpu_ns / MS);
+	close(p[0]);
+	close(p[1]);
+	close(v[0]);
+	close(v[1]);
+	close(kq);
+}
+
 TEST_HARNESS_MAIN
