@@ -307,6 +307,94 @@ TEST_F(ptimer, exit_breaks_the_kevent_of_a_child)
 	EXPECT_EQ(1, kevent_queued(self->kq));
 }
 
+/* /proc/PID/timers says how each timer notifies: by kevent. */
+TEST_F(ptimer, proc_timers_shows_the_kevent_notification)
+{
+	char line[256], want[64];
+	bool found = false;
+	FILE *f = fopen("/proc/self/timers", "r");
+
+	ASSERT_NE(NULL, f) TH_LOG("/proc/self/timers: %s", strerror(errno));
+	snprintf(want, sizeof(want), "notify: kevent/pid.%d\n", getpid());
+	while (fgets(line, sizeof(line), f))
+		found |= !strcmp(line, want);
+	fclose(f);
+	EXPECT_TRUE(found) TH_LOG("no line \"%s\"", want);
+}
+
+#ifndef __NR_clone3
+#define __NR_clone3	435
+#endif
+
+/*
+ * fork(), with pid @pid if it is not 0: clone3() with set_tid, as
+ * checkpoint/restore tools give a process its pid back (root only).
+ */
+static pid_t fork_as(pid_t pid)
+{
+	pid_t tid[1] = { pid };
+	struct {	/* struct clone_args, CLONE_ARGS_SIZE_VER1 */
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal;
+		uint64_t stack, stack_size, tls, set_tid, set_tid_size;
+	} args = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uintptr_t)tid,
+		.set_tid_size = 1,
+	};
+
+	if (!pid)
+		return fork();
+	return syscall(__NR_clone3, &args, sizeof(args));
+}
+
+/*
+ * A child, with pid @pid if it is not 0, that makes its first timer on
+ * @kq and exits: with 0, or the errno of timer_create().
+ */
+static pid_t child_with_timer(int kq, pid_t pid)
+{
+	pid_t child = fork_as(pid);
+
+	if (child == 0) {
+		timer_t timer;
+
+		if (kevent_timer_create(kq, CLOCK_MONOTONIC, NULL, &timer) ||
+		    arm(timer, 10000, 0))
+			_exit(errno & 0xff);
+		_exit(0);
+	}
+	return child;
+}
+
+/*
+ * A process gone before left a broken kevent for its first timer, not yet
+ * delivered; a new process with its pid makes its first timer on the same
+ * queue: the same id. timer_create() succeeds, and the orphan gives its id
+ * up (its last event is dropped).
+ */
+TEST_F(ptimer, a_new_timer_takes_the_id_of_a_gone_process)
+{
+	struct ukevent out;
+	pid_t first, second;
+	int status;
+
+	first = child_with_timer(self->kq, 0);
+	ASSERT_GE(first, 0);
+	ASSERT_EQ(first, waitpid(first, &status, 0));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	second = child_with_timer(self->kq, first);
+	ASSERT_EQ(first, second) TH_LOG("clone3(set_tid %d): %s", first, strerror(errno));
+	ASSERT_EQ(second, waitpid(second, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("timer_create() failed with %s", strerror(WEXITSTATUS(status)));
+	/* One broken kevent with that id: the second process's. */
+	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+	EXPECT_EQ(first, out.id.raw[1]);
+	EXPECT_EQ(KEVENT_RET_BROKEN | KEVENT_RET_DONE, out.ret_flags);
+	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
+	EXPECT_EQ(1, kevent_queued(self->kq));	/* the parent's own */
+}
+
 /* exec deletes the timers too, while the process goes on. */
 TEST_F(ptimer, exec_breaks_the_kevent)
 {

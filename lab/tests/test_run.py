@@ -293,12 +293,14 @@ def test_runs_drop_root_unless_they_say_root(monkeypatch):
 
 def test_only_the_programs_that_need_root_have_it():
     """Every shipped run is unprivileged but those that mount, write sysctls,
-    crash the kernel, read /proc/timer_list or switch users themselves."""
+    crash the kernel, read /proc/timer_list, switch users themselves or
+    give a child a pid back."""
     labs = Path(__file__).resolve().parents[1] / 'labs'
     root = sorted({r.argv[0] for conf in labs.glob('*/lab.conf')
                    for h in topology.load(conf).hosts.values() for r in h.runs if not r.user})
     assert root == ['ex01_uses_kevent', 'ex02_check', 'ex03_check', 'ex04_servers',
-                    'kevent_limits_test', 'kevent_naio_test', 'kevent_reliability_test', 'sysrq_crash']
+                    'kevent_limits_test', 'kevent_naio_test', 'kevent_posix_timer_test',
+                    'kevent_reliability_test', 'sysrq_crash']
 
 
 def test_exercise_answers_run_as_a_user_of_their_own(monkeypatch):
