@@ -273,55 +273,6 @@ TEST(not_a_queue_is_einval)
 	close(kq);
 }
 
-/*
- * Timer ids are per process: the kevents of two processes' timers on one
- * queue differ by the pid in id.raw[1]. A process's exit deletes its
- * timers, and so breaks their kevents.
- */
-TEST_F(ptimer, exit_breaks_the_kevent_of_a_child)
-{
-	struct ukevent out;
-	int status;
-	pid_t child;
-
-	child = fork();
-	ASSERT_GE(child, 0);
-	if (child == 0) {
-		timer_t timer;
-
-		/* Likely the same timer id as the parent's. */
-		if (kevent_timer_create(self->kq, CLOCK_MONOTONIC, NULL, &timer) ||
-		    arm(timer, 10000, 10000))
-			_exit(1);
-		_exit(timer == self->timer ? 2 : 0);
-	}
-	ASSERT_EQ(child, waitpid(child, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_NE(1, WEXITSTATUS(status)) TH_LOG("the child's timer_create failed");
-	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
-	EXPECT_EQ(KEVENT_POSIX_TIMER, out.type);
-	EXPECT_EQ(child, out.id.raw[1]);
-	EXPECT_EQ(KEVENT_RET_BROKEN | KEVENT_RET_DONE, out.ret_flags);
-	EXPECT_EQ(EIDRM, out.ret_data[0]);
-	/* The parent's own kevent is still there. */
-	EXPECT_EQ(1, kevent_queued(self->kq));
-}
-
-/* /proc/PID/timers says how each timer notifies: by kevent. */
-TEST_F(ptimer, proc_timers_shows_the_kevent_notification)
-{
-	char line[256], want[64];
-	bool found = false;
-	FILE *f = fopen("/proc/self/timers", "r");
-
-	ASSERT_NE(NULL, f) TH_LOG("/proc/self/timers: %s", strerror(errno));
-	snprintf(want, sizeof(want), "notify: kevent/pid.%d\n", getpid());
-	while (fgets(line, sizeof(line), f))
-		found |= !strcmp(line, want);
-	fclose(f);
-	EXPECT_TRUE(found) TH_LOG("no line \"%s\"", want);
-}
-
 #ifndef __NR_clone3
 #define __NR_clone3	435
 #endif
@@ -348,22 +299,72 @@ static pid_t fork_as(pid_t pid)
 }
 
 /*
+ * In a new process: its first timer (the same id as the first timer of
+ * any other process), reporting to @kq, armed for 10 s. 0 or an errno.
+ */
+static int first_timer(int kq)
+{
+	timer_t timer;
+
+	if (kevent_timer_create(kq, CLOCK_MONOTONIC, NULL, &timer) ||
+	    arm(timer, 10000, 10000))
+		return errno;
+	return 0;
+}
+
+/*
  * A child, with pid @pid if it is not 0, that makes its first timer on
- * @kq and exits: with 0, or the errno of timer_create().
+ * @kq and exits: with 0, or the errno of what failed.
  */
 static pid_t child_with_timer(int kq, pid_t pid)
 {
 	pid_t child = fork_as(pid);
 
-	if (child == 0) {
-		timer_t timer;
-
-		if (kevent_timer_create(kq, CLOCK_MONOTONIC, NULL, &timer) ||
-		    arm(timer, 10000, 0))
-			_exit(errno & 0xff);
-		_exit(0);
-	}
+	if (child == 0)
+		_exit(first_timer(kq) & 0xff);
 	return child;
+}
+
+/*
+ * Timer ids are per process: the kevents of two processes' timers on one
+ * queue differ by the pid in id.raw[1]. A process's exit deletes its
+ * timers, and so breaks their kevents.
+ */
+TEST_F(ptimer, exit_breaks_the_kevent_of_a_child)
+{
+	struct ukevent out;
+	int status;
+	pid_t child;
+
+	/* Its timer's id is likely the same as the parent's. */
+	child = child_with_timer(self->kq, 0);
+	ASSERT_GE(child, 0);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("timer_create() failed with %s", strerror(WEXITSTATUS(status)));
+	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+	EXPECT_EQ(KEVENT_POSIX_TIMER, out.type);
+	EXPECT_EQ(child, out.id.raw[1]);
+	EXPECT_EQ(KEVENT_RET_BROKEN | KEVENT_RET_DONE, out.ret_flags);
+	EXPECT_EQ(EIDRM, out.ret_data[0]);
+	/* The parent's own kevent is still there. */
+	EXPECT_EQ(1, kevent_queued(self->kq));
+}
+
+/* /proc/PID/timers says how each timer notifies: by kevent. */
+TEST_F(ptimer, proc_timers_shows_the_kevent_notification)
+{
+	char line[256], want[64];
+	bool found = false;
+	FILE *f = fopen("/proc/self/timers", "r");
+
+	ASSERT_NE(NULL, f) TH_LOG("/proc/self/timers: %s", strerror(errno));
+	snprintf(want, sizeof(want), "notify: kevent/pid.%d\n", getpid());
+	while (fgets(line, sizeof(line), f))
+		found |= !strcmp(line, want);
+	fclose(f);
+	EXPECT_TRUE(found) TH_LOG("no line \"%s\"", want);
 }
 
 /*
@@ -405,10 +406,7 @@ TEST_F(ptimer, exec_breaks_the_kevent)
 	child = fork();
 	ASSERT_GE(child, 0);
 	if (child == 0) {
-		timer_t timer;
-
-		if (kevent_timer_create(self->kq, CLOCK_MONOTONIC, NULL, &timer) ||
-		    arm(timer, 10000, 10000))
+		if (first_timer(self->kq))
 			_exit(1);
 		execlp("sleep", "sleep", "2", (char *)NULL);
 		_exit(1);
