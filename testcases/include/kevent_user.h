@@ -181,6 +181,15 @@ static inline int kevent_waiter_join(struct kevent_waiter *w)
 	return pthread_join(w->thread, NULL);
 }
 
+/* CLOCK_MONOTONIC now, in ns: the clock of kevent's timeouts and timers. */
+static inline long long kevent_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* A KEVENT_TIMER request: @period_ms, told apart by @tag. */
 static inline struct ukevent kevent_timer(unsigned int period_ms,
 					  unsigned int tag,
