@@ -3,7 +3,7 @@
  * kevent_echo: a TCP echo server driven by KEVENT_SOCKET alone, and its
  * clients, for runs across lab hosts.
  *
- *   kevent_echo server PORT CLIENTS [et] [threads=N]
+ *   kevent_echo server PORT CLIENTS [et] [ring] [threads=N]
  *                                            serve CLIENTS connections
  *   kevent_echo client ADDR PORT CLIENTS BYTES
  *                                            CLIENTS concurrent connections,
@@ -17,7 +17,11 @@
  * SEND from the start, never modified, and each event makes the server
  * write and read until the socket says EAGAIN, as epoll's EPOLLET asks.
  * With threads=N, N threads wait on the one queue (each event wakes one of
- * them) and a connection's lock keeps two of them off one connection. A
+ * them) and a connection's lock keeps two of them off one connection. With
+ * `ring` the queue has a ready ring (kevent's take25): the kernel puts the
+ * events into memory the server maps, the threads take them from there
+ * without a system call, and only a thread that finds the ring empty calls
+ * the kernel, to sleep; the server reports how many such calls it made. A
  * oneshot KEVENT_TIMER is its deadline.
  */
 #define _GNU_SOURCE
@@ -40,7 +44,11 @@
 
 #define MAX_THREADS	16
 
-static int opt_et, opt_threads = 1;
+static int opt_et, opt_ring, opt_threads = 1;
+
+#define RING_ENTRIES	256
+static struct kevent_ring *ring;
+static unsigned long n_ring_waits;
 
 static struct ukevent ksock(int fd, unsigned int event)
 {
@@ -221,6 +229,23 @@ static void serve(int fd, const struct ukevent *ev)
 			 (c->len < HIGH_WATER && !c->eof ? KEVENT_SOCKET_RECV : 0));
 }
 
+/*
+ * Up to @max events from the ring, without a system call while it holds
+ * any; when it is empty, one call sleeps until it does not (with a limit,
+ * so that a thread sees the others have finished).
+ */
+static long ring_take(struct ukevent *ev, long max)
+{
+	long n = 0;
+
+	while (n < max && kevent_ring_take(ring, &ev[n]))
+		n++;
+	if (n)
+		return n;
+	count(&n_ring_waits);
+	return kevent_ring_wait(kq, 1, opt_threads > 1 ? 200 : -1) < 0 ? -1 : 0;
+}
+
 static void *server_thread(void *arg)
 {
 	unsigned long *handled = arg;
@@ -234,8 +259,11 @@ static void *server_thread(void *arg)
 		 * collect whatever else is ready without blocking. A limit, so
 		 * that a thread sees the others have finished.
 		 */
-		n = kevent_wait(kq, ev, 1, opt_threads > 1 ? 200 : KEVENT_WAIT_FOREVER);
-		if (n == 1)
+		if (opt_ring)
+			n = ring_take(ev, 16);
+		else
+			n = kevent_wait(kq, ev, 1, opt_threads > 1 ? 200 : KEVENT_WAIT_FOREVER);
+		if (!opt_ring && n == 1)
 			n += kevent_wait(kq, ev + 1, 15, 0);
 		if (n < 0)
 			ksft_exit_fail_msg("WAIT: %s\n", strerror(errno));
@@ -271,16 +299,17 @@ static void server(int port)
 	int one = 1, i;
 
 	ksft_print_header();
-	ksft_set_plan(clients + 2);
+	ksft_set_plan(clients + 2 + opt_ring);
 	for (i = 0; i < MAX_FD; i++)
 		pthread_mutex_init(&conns[i].lock, NULL);
-	kq = kevent_init();
+	kq = opt_ring ? kevent_ring_open(RING_ENTRIES, &ring) : kevent_init();
 	ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (kq < 0 || ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 64))
 		ksft_exit_fail_msg("setup: %s\n", strerror(errno));
-	ksft_print_msg("%s triggered, %d thread(s) on one queue\n",
-		       opt_et ? "edge" : "level", opt_threads);
+	ksft_print_msg("%s triggered, %d thread(s) on one queue%s\n",
+		       opt_et ? "edge" : "level", opt_threads,
+		       opt_ring ? ", events from its ready ring" : "");
 	uk = ksock(ls, KEVENT_SOCKET_ACCEPT);
 	if (kevent_add(kq, &uk, 1) != 1 || kevent_add(kq, &deadline, 1) != 1)
 		ksft_exit_fail_msg("ADD: %s\n", strerror(uk.ret_data[0]));
@@ -295,6 +324,17 @@ static void server(int port)
 		ksft_print_msg("thread %d handled %lu events\n", i, handled[i]);
 	ksft_test_result(!late, "no_deadline_passed\n");
 	ksft_print_msg("events: %lu accept, %lu recv, %lu send\n", n_accept, n_recv, n_send);
+	if (opt_ring) {
+		unsigned long events = 0;
+
+		for (i = 0; i < opt_threads; i++)
+			events += handled[i];
+		ksft_print_msg("ring: %lu events taken, %lu calls to wait for more, %u overflows\n",
+			       events, n_ring_waits, ring->overflow);
+		/* Every event the threads handled came through the ring. */
+		ksft_test_result(events > 0 && events == ring->uidx,
+				 "events_taken_from_the_ring\n");
+	}
 	ksft_test_result(served == clients && n_accept > 0 && n_recv > 0,
 			 "all_clients_served\n");
 	ksft_finished();
@@ -403,11 +443,13 @@ static void clients_run(const char *addr, int port, int n, uint64_t bytes)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "server")) {
+	if (argc >= 4 && argc <= 7 && !strcmp(argv[1], "server")) {
 		clients = atoi(argv[3]);
 		for (int i = 4; i < argc; i++) {
 			if (!strcmp(argv[i], "et"))
 				opt_et = 1;
+			else if (!strcmp(argv[i], "ring"))
+				opt_ring = 1;
 			else if (!strncmp(argv[i], "threads=", 8))
 				opt_threads = atoi(argv[i] + 8);
 			else
@@ -418,7 +460,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 6 && !strcmp(argv[1], "client"))
 		clients_run(argv[2], atoi(argv[3]), atoi(argv[4]), strtoull(argv[5], NULL, 0));
-	fprintf(stderr, "usage: %s server PORT CLIENTS [et] [threads=1..%d] | "
+	fprintf(stderr, "usage: %s server PORT CLIENTS [et] [ring] [threads=1..%d] | "
 		"client ADDR PORT CLIENTS BYTES\n", argv[0], MAX_THREADS);
 	return 2;
 }

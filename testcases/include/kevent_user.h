@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -179,6 +180,80 @@ static inline int kevent_waiter_start(struct kevent_waiter *w, int kq)
 static inline int kevent_waiter_join(struct kevent_waiter *w)
 {
 	return pthread_join(w->thread, NULL);
+}
+
+/*
+ * The ready ring (docs/abi.md, "The ready ring"): a queue made by
+ * kevent_init() with @entries slots, its ring mapped at *@ring. Returns the
+ * queue's descriptor, or -1 with errno set (and nothing left open).
+ */
+static inline int kevent_ring_open(unsigned int entries, struct kevent_ring **ring)
+{
+	struct kevent_init_args args = { .ring_entries = entries };
+	int kq = sys_kevent_init(&args, sizeof(args)), err;
+	void *p;
+
+	if (kq < 0)
+		return -1;
+	p = mmap(NULL, KEVENT_RING_SIZE(entries), PROT_READ | PROT_WRITE,
+		 MAP_SHARED, kq, 0);
+	if (p == MAP_FAILED) {
+		err = errno;
+		close(kq);
+		errno = err;
+		return -1;
+	}
+	*ring = p;
+	return kq;
+}
+
+static inline void kevent_ring_close(int kq, struct kevent_ring *ring)
+{
+	munmap(ring, KEVENT_RING_SIZE(ring->mask + 1));
+	close(kq);
+}
+
+/* Events in @r not taken yet. */
+static inline unsigned int kevent_ring_pending(struct kevent_ring *r)
+{
+	return __atomic_load_n(&r->kidx, __ATOMIC_ACQUIRE) -
+	       __atomic_load_n(&r->uidx, __ATOMIC_RELAXED);
+}
+
+/*
+ * Take one event from @r into @ev without a system call: 1, or 0 when the
+ * ring is empty. Any number of threads may take from one ring: each copies
+ * a slot, then claims it by moving uidx on with a compare-and-swap, and
+ * copies again if another thread claimed it first.
+ */
+static inline int kevent_ring_take(struct kevent_ring *r, struct ukevent *ev)
+{
+	unsigned int mask = r->mask;
+	__u32 u = __atomic_load_n(&r->uidx, __ATOMIC_ACQUIRE);
+
+	for (;;) {
+		if (u == __atomic_load_n(&r->kidx, __ATOMIC_ACQUIRE))
+			return 0;
+		*ev = r->event[u & mask];
+		/* Release: the copy is done before the kernel may reuse the slot. */
+		if (__atomic_compare_exchange_n(&r->uidx, &u, u + 1, 0,
+						__ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+			return 1;
+	}
+}
+
+/*
+ * Sleep, with one call, until @r holds @min_nr events or @timeout_ms passed
+ * (< 0: no limit); it also moves in what waited for room. Returns how many
+ * the ring holds, or -1 with errno set.
+ */
+static inline long kevent_ring_wait(int kq, unsigned int min_nr, long long timeout_ms)
+{
+	struct kevent_get_args args = {
+		.timeout_ns = timeout_ms < 0 ? -1 : timeout_ms * 1000000LL,
+	};
+
+	return kevent_get_events(kq, min_nr, 0, NULL, &args);
 }
 
 /* CLOCK_MONOTONIC now, in ns: the clock of kevent's timeouts and timers. */
