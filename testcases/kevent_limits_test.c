@@ -269,27 +269,6 @@ TEST_F(limits, user_cap_is_enospc)
 	close(uc.held[1]);
 }
 
-/* A connected TCP pair on loopback, both with SO_ASYNC_SOCK. */
-static int tcp_pair(int s[2])
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-
-	if (ls < 0 || bind(ls, (void *)&sa, len) || listen(ls, 1) ||
-	    getsockname(ls, (void *)&sa, &len))
-		return -1;
-	s[0] = socket(AF_INET, SOCK_STREAM, 0);
-	if (s[0] < 0 || connect(s[0], (void *)&sa, len))
-		return -1;
-	s[1] = accept(ls, NULL, NULL);
-	close(ls);
-	if (s[1] < 0 || kevent_set_async(s[0], 1) || kevent_set_async(s[1], 1))
-		return -1;
-	return 0;
-}
-
 /*
  * As nobody, with max_kevents 2: a network AIO request is a kevent of the
  * user. Two receives fit, a third is ENOSPC, as is a timer; cancelling one
@@ -304,7 +283,7 @@ static int naio_requests_count(void *arg)
 	long id, r;
 	int kq = kevent_init(), s[2];
 
-	if (buf == MAP_FAILED || kq < 0 || tcp_pair(s))
+	if (buf == MAP_FAILED || kq < 0 || kevent_tcp_pair(s))
 		return 1;
 	id = kevent_aio_recv(kq, s[1], buf[0], sizeof(buf[0]), 0);
 	r = id < 0 ? id : kevent_aio_recv(kq, s[1], buf[1], sizeof(buf[1]), 0);

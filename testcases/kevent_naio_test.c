@@ -52,27 +52,6 @@ static long differs(const unsigned char *buf, unsigned int tag, size_t off, size
 	return -1;
 }
 
-/* A connected pair of loopback TCP sockets, both asynchronous. */
-static int tcp_pair(int s[2])
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 4) ||
-	    getsockname(ls, (void *)&sa, &len))
-		return -1;
-	s[0] = socket(AF_INET, SOCK_STREAM, 0);
-	if (connect(s[0], (void *)&sa, sizeof(sa)))
-		return -1;
-	s[1] = accept(ls, NULL, NULL);
-	close(ls);
-	if (s[1] < 0 || kevent_set_async(s[0], 1) || kevent_set_async(s[1], 1))
-		return -1;
-	return 0;
-}
-
 static void *map(size_t size, int prot)
 {
 	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -96,7 +75,7 @@ FIXTURE_SETUP(naio)
 {
 	self->kq = kevent_init();
 	ASSERT_GE(self->kq, 0);
-	ASSERT_EQ(0, tcp_pair(self->s));
+	ASSERT_EQ(0, kevent_tcp_pair(self->s));
 	self->tx = map(8 * MIB, PROT_READ | PROT_WRITE);
 	self->rx = map(8 * MIB, PROT_READ | PROT_WRITE);
 	ASSERT_NE(NULL, self->tx);
@@ -270,7 +249,7 @@ TEST_F(naio, several_sockets)
 	struct ukevent ev;
 
 	for (i = 0; i < 4; i++) {
-		ASSERT_EQ(0, tcp_pair(pairs[i]));
+		ASSERT_EQ(0, kevent_tcp_pair(pairs[i]));
 		fill(self->tx + i * MIB, 10 + i, 0, MIB);
 		ASSERT_GE(kevent_aio_recv(self->kq, pairs[i][1], self->rx + i * MIB, MIB, 0), 0);
 		ASSERT_GE(kevent_aio_send(self->kq, pairs[i][0], self->tx + i * MIB, MIB, 0), 0);
@@ -842,7 +821,7 @@ TEST_F(naio, without_so_async_sock_is_ebadfd)
 
 	ASSERT_GE(f, 0);
 	/* A connected pair whose SO_ASYNC_SOCK was turned off again. */
-	ASSERT_EQ(0, tcp_pair(off));
+	ASSERT_EQ(0, kevent_tcp_pair(off));
 	ASSERT_EQ(0, kevent_set_async(off[0], 0));
 	/* An accepted socket does not inherit it from its listener. */
 	ls = socket(AF_INET, SOCK_STREAM, 0);
@@ -902,7 +881,7 @@ TEST_F(naio, not_connected_is_enotconn)
 	EXPECT_FAILS_WITH(ENOTCONN, kevent_aio_recv(kq, fresh, self->rx, 10, 0), "recv, never connected");
 	EXPECT_FAILS_WITH(ENOTCONN, kevent_aio_sendfile(kq, f, fresh, 10, 0), "sendfile, never connected");
 	/* A connection the peer reset: nothing can be sent on it any more. */
-	ASSERT_EQ(0, tcp_pair(reset));
+	ASSERT_EQ(0, kevent_tcp_pair(reset));
 	ASSERT_EQ(0, setsockopt(reset[1], SOL_SOCKET, SO_LINGER, &l, sizeof(l)));
 	close(reset[1]);
 	ASSERT_TRUE(hung_up_soon(reset[0]));

@@ -321,26 +321,6 @@ TEST(several_threads_take_each_event_once)
 	kevent_ring_close(c.kq, c.r);
 }
 
-static int tcp_pair(int s[2])
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sa);
-	int ls = socket(AF_INET, SOCK_STREAM, 0);
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (ls < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 4) ||
-	    getsockname(ls, (void *)&sa, &len))
-		return -1;
-	s[0] = socket(AF_INET, SOCK_STREAM, 0);
-	if (connect(s[0], (void *)&sa, sizeof(sa)))
-		return -1;
-	s[1] = accept(ls, NULL, NULL);
-	close(ls);
-	if (s[1] < 0 || kevent_set_async(s[0], 1) || kevent_set_async(s[1], 1))
-		return -1;
-	return 0;
-}
-
 /* Network AIO completes into the ring: a receive, then a send. */
 TEST(network_aio_completes_into_the_ring)
 {
@@ -353,7 +333,7 @@ TEST(network_aio_completes_into_the_ring)
 	int s[2], kq;
 
 	ASSERT_NE(MAP_FAILED, rx);
-	ASSERT_EQ(0, tcp_pair(s));
+	ASSERT_EQ(0, kevent_tcp_pair(s));
 	kq = kevent_ring_open(8, &r);
 	ASSERT_GE(kq, 0);
 	id = kevent_aio_recv(kq, s[1], rx, 4096, KEVENT_NAIO_RECV_SOME);

@@ -243,6 +243,68 @@ def _find(figures: list[Figure], scenario: str, method: str, **params) -> Figure
     return None
 
 
+def _ratio(a: Figure | None, b: Figure | None, key: str) -> float | None:
+    va, vb = (a.get(key) if a else None), (b.get(key) if b else None)
+    return va / vb if va and vb and va > 0 and vb > 0 else None
+
+
+def _figure(v: float | None, spec: str = '.2f') -> str:
+    return '-' if v is None else format(v, spec)
+
+
+def _met(ok: bool | None) -> str:
+    return 'not measured' if ok is None else ('met' if ok else 'missed')
+
+
+def ring_verdict(figures: list[Figure]) -> str:
+    """The targets of the ready ring and batched network AIO (issue 16), each
+    met or missed in this run's figures: request/response (aio_ring against
+    epoll_read and the best io_uring server, and the server's calls), readiness
+    on the ring (kevent_ring against epoll_lt, and its waiting calls), bulk
+    TCP (aio against send_recv, and the CPU per MB of both sides) and accept
+    (kevent_accept against epoll)."""
+    lines = []
+    ring = _find(figures, 'rr', 'aio_ring', side='caller')
+    epoll = _find(figures, 'rr', 'epoll_read', side='caller')
+    urings = [f for f in (_find(figures, 'rr', m, side='caller') for m in ('uring_recv', 'uring_multi')) if f]
+    best = max(urings, key=lambda f: f.get('ops_s') or 0) if urings else None
+    server = _find(figures, 'rr', 'aio_ring', side='server')
+    r_ep, r_ur = _ratio(ring, epoll, 'ops_s'), _ratio(ring, best, 'ops_s')
+    calls = server.get('calls_per_op') if server else None
+    lines.append(
+        f'- request/response: aio_ring/epoll_read {_figure(r_ep)} (target 1.5: '
+        f'{_met(None if r_ep is None else r_ep >= 1.5)}), aio_ring/{best.method if best else "io_uring"} '
+        f'{_figure(r_ur)} (target 1.0: {_met(None if r_ur is None else r_ur >= 1.0)}), '
+        f'{_figure(calls, ".3f")} system calls per request on the server (target 0.25: '
+        f'{_met(None if calls is None else calls <= 0.25)}).')
+    for f in figures:
+        if f.scenario != 'readiness' or f.method != 'kevent_ring' or not f.valid:
+            continue
+        ep = _find(figures, 'readiness', 'epoll_lt', fds=f.values.get('fds'))
+        r = _ratio(f, ep, 'rate')
+        events, written, per = f.get('events'), f.get('bytes'), f.get('calls_per_event')
+        # Each event costs its read, and each byte its write: the rest are waits.
+        waits = per - (written / events) - 1 if events and written and per is not None else None
+        lines.append(
+            f'- readiness, {f.values.get("fds")} pairs: kevent_ring/epoll_lt {_figure(r)} (target 1.0: '
+            f'{_met(None if r is None else r >= 1.0)}), {_figure(waits and max(waits, 0.0), ".3f")} '
+            f'waiting calls per event (target 0.01: '
+            f'{_met(None if waits is None else waits <= 0.01)}).')
+    aio_s, sr_s = (_find(figures, 'bulk', m, side='send') for m in ('aio', 'send_recv'))
+    aio_r, sr_r = (_find(figures, 'bulk', m, side='recv') for m in ('aio', 'send_recv'))
+    r = _ratio(aio_s, sr_s, 'mb_s')
+    cpu = [_ratio(a, b, 'guest_cpu_ms_per_mb') for a, b in ((aio_s, sr_s), (aio_r, sr_r))]
+    lines.append(
+        f'- bulk TCP: aio/send_recv {_figure(r)} in MB/s (target 1.0: {_met(None if r is None else r >= 1.0)}), '
+        f'{_figure(cpu[0])} and {_figure(cpu[1])} in guest CPU per MB on the sending and the receiving '
+        f'side (target 0.8: {_met(None if None in cpu else max(cpu) <= 0.8)}).')
+    kev, ep = (_find(figures, 'accept', m, side='client') for m in ('kevent_accept', 'epoll'))
+    r = _ratio(kev, ep, 'conns_s')
+    lines.append(f'- accept: kevent_accept/epoll {_figure(r)} (target 1.0: '
+                 f'{_met(None if r is None else r >= 1.0)}).')
+    return '\n'.join(lines)
+
+
 # What kevent's author published (the issue quotes them): events/s on 2000
 # sockets, level-triggered kevent against epoll, and edge-triggered ones.
 AUTHOR = {'kevent': 59794, 'epoll': 57428, 'kevent_et': 78265, 'epoll_et': 71000}

@@ -77,6 +77,7 @@ def write(results: Path, out: Path, doc: Path | None, timings: dict[str, float])
                             '**some figures failed their own checks (marked NO)**',
                  'AUTHOR': bench.author_comparison(figures),
                  'WEB_VERDICT': bench.web_verdict(figures),
+                 'RING_VERDICT': bench.ring_verdict(figures),
                  'PLOTS': ', '.join(f'`{n}`' for n in sorted(plots)) or 'none'}
         doc.write_text(bench.render_doc(TEMPLATE.read_text(), figures, facts))
     print(table, end='')

@@ -168,3 +168,29 @@ def test_web_verdict_states_each_target_met_or_missed():
             'kevent/epoll 1.20 and 1.08 (targets: met against nginx, missed against epoll). '
             "The client's guest was up to 95% busy, so wrk set much of the pace") in text
     assert '- 1000 connections: no checked figures' in text
+
+
+def test_ring_verdict_states_each_target_met_or_missed():
+    log = '\n'.join([
+        '# bench: scenario=rr method=aio_ring side=caller size=64 conns=16 ops_s=6000.0 valid=1',
+        '# bench: scenario=rr method=epoll_read side=caller size=64 conns=16 ops_s=3000.0 valid=1',
+        '# bench: scenario=rr method=uring_recv side=caller size=64 conns=16 ops_s=5000.0 valid=1',
+        '# bench: scenario=rr method=uring_multi side=caller size=64 conns=16 ops_s=6500.0 valid=1',
+        '# bench: scenario=rr method=aio_ring side=server size=64 conns=16 calls_per_op=0.2 valid=1',
+        '# bench: scenario=readiness method=kevent_ring fds=400 events=1000 bytes=1010 '
+        'rate=900.0 calls_per_event=2.015 valid=1',
+        '# bench: scenario=readiness method=epoll_lt fds=400 events=1000 bytes=1010 '
+        'rate=1000.0 calls_per_event=2.04 valid=1',
+        '# bench: scenario=bulk method=aio side=send bytes=1 mb_s=120.0 guest_cpu_ms_per_mb=4.0 valid=1',
+        '# bench: scenario=bulk method=send_recv side=send bytes=1 mb_s=100.0 guest_cpu_ms_per_mb=10.0 valid=1',
+        '# bench: scenario=bulk method=aio side=recv bytes=1 guest_cpu_ms_per_mb=9.0 valid=1',
+        '# bench: scenario=bulk method=send_recv side=recv bytes=1 guest_cpu_ms_per_mb=10.0 valid=1',
+    ])
+    text = bench.ring_verdict(bench.add_ratios(bench.parse_log(log, 'x')))
+    assert ('- request/response: aio_ring/epoll_read 2.00 (target 1.5: met), aio_ring/uring_multi 0.92 '
+            '(target 1.0: missed), 0.200 system calls per request on the server (target 0.25: met).') in text
+    assert ('- readiness, 400 pairs: kevent_ring/epoll_lt 0.90 (target 1.0: missed), 0.005 waiting '
+            'calls per event (target 0.01: met).') in text
+    assert ('- bulk TCP: aio/send_recv 1.20 in MB/s (target 1.0: met), 0.40 and 0.90 in guest CPU per MB '
+            'on the sending and the receiving side (target 0.8: missed).') in text
+    assert '- accept: kevent_accept/epoll - (target 1.0: not measured).' in text

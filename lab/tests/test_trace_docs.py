@@ -71,3 +71,24 @@ def test_the_docs_trace_excerpts_are_what_make_lab_trace_prints():
         for line in lines[1:]:
             assert line in story, line
     assert 'one run' in section and 'other' in section   # timings vary, and it says so
+
+
+def test_the_ring_trace_excerpts_are_what_the_driver_prints():
+    """The same for the request/response exchange on the ready ring: each
+    excerpt line is a line of the story of its golden trace."""
+    from kevent_lab import trace
+    golden = TOP / 'lab' / 'tests' / 'golden' / 'trace' / 'ring_rr_server.trace'
+    story = trace.story(trace.parse(golden.read_text())).splitlines()
+    doc = DOC.read_text()
+    section = doc[doc.index('### Request and response on the ring, traced'):]
+    blocks = re.findall(r'```\n(.*?)```', section, re.S)
+    assert len(blocks) >= 4
+    for block in blocks:
+        lines = block.rstrip('\n').splitlines()
+        assert lines[0] == story[0]
+        for line in lines[1:]:
+            assert line in story, line
+    # What the section claims: one receive posted, none per request.
+    starts = [l for l in story if 'kevent_naio_start' in l]
+    assert sum('op=recv' in l for l in starts) == 1
+    assert sum('op=send' in l for l in starts) == 3

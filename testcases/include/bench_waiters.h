@@ -8,6 +8,10 @@
  *   kevent_et      KEVENT_SOCKET / KEVENT_SOCKET_RECV, edge-triggered
  *                  (KEVENT_REQ_ET), waited for with kevent_get_events():
  *                  one call takes what is ready, as epoll_wait() does
+ *   kevent_ring    KEVENT_SOCKET / KEVENT_SOCKET_RECV, level triggered, on a
+ *                  queue with a ready ring: the kernel puts events in as
+ *                  they happen, they are taken without a call, and the
+ *                  waiter calls kevent_get_events() only when it is empty
  *   epoll_lt       epoll, level-triggered
  *   epoll_et       epoll, edge-triggered (EPOLLET)
  *   poll           poll() over every descriptor
@@ -47,6 +51,7 @@ struct waiter {
 	int maxfd;
 	struct io_uring ring;
 	int ring_up;
+	struct kevent_ring *kring;
 	char why[96];		/* why the method is unsupported */
 };
 
@@ -141,8 +146,46 @@ static long kevent_get_ready(struct waiter *w, unsigned int *ready, unsigned int
 
 static void kevent_close(struct waiter *w)
 {
+	if (w->kring)
+		munmap(w->kring, KEVENT_RING_SIZE(w->kring->mask + 1));
+	w->kring = NULL;
 	close(w->kq);
 	kq_buf_free(&w->kb);
+}
+
+#define WAITER_RING	4096
+
+static int kevent_ring_waiter_open(struct waiter *w)
+{
+	struct kevent_reg r = { w->fds, KEVENT_SOCKET, KEVENT_SOCKET_RECV, 0 };
+
+	w->kq = kevent_ring_open(WAITER_RING, &w->kring);
+	if (w->kq < 0) {
+		snprintf(w->why, sizeof(w->why), "kevent_init(ring): %s", strerror(errno));
+		return errno == ENOSYS || errno == EINVAL ? WAITER_UNSUPPORTED : -1;
+	}
+	if (kq_buf_init(&w->kb) || kq_add_all(w->kq, &w->kb, w->n, kevent_reg_make, &r))
+		return -1;
+	return 0;
+}
+
+/* What the ring holds, without a call; one call to sleep when it is empty. */
+static long kevent_ring_waiter_wait(struct waiter *w, unsigned int *ready, unsigned int max)
+{
+	struct ukevent uk;
+	long n = 0;
+
+	while (!kevent_ring_pending(w->kring))
+		if (COUNTED(kevent_ring_wait(w->kq, 1, -1)) < 0)
+			return -1;
+	while (n < max && kevent_ring_take(w->kring, &uk)) {
+		if (uk.ret_flags & KEVENT_RET_BROKEN) {
+			errno = uk.ret_data[0];
+			return -1;
+		}
+		ready[n++] = uk.user[0];
+	}
+	return n;
 }
 
 /* ---- epoll ---------------------------------------------------------------- */
@@ -354,6 +397,7 @@ static const struct waiter_ops waiter_methods[] = {
 	{ "kevent_socket", kevent_socket_open, kevent_wait_ready, NULL, kevent_close },
 	{ "kevent_poll", kevent_poll_open, kevent_wait_ready, NULL, kevent_close },
 	{ "kevent_et", kevent_et_open, kevent_get_ready, NULL, kevent_close },
+	{ "kevent_ring", kevent_ring_waiter_open, kevent_ring_waiter_wait, NULL, kevent_close },
 	{ "epoll_lt", epoll_lt_open, epoll_wait_ready, NULL, epoll_close },
 	{ "epoll_et", epoll_et_open, epoll_wait_ready, NULL, epoll_close },
 	{ "poll", poll_open, poll_wait_ready, NULL, poll_close },

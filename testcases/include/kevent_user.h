@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -584,6 +586,48 @@ static inline long kevent_aio_sendfile(int kq, int fd, int s, size_t size,
 static inline int kevent_set_async(int s, int on)
 {
 	return setsockopt(s, SOL_SOCKET, SO_ASYNC_SOCK, &on, sizeof(on));
+}
+
+/* A connected TCP pair on loopback, both with SO_ASYNC_SOCK: 0 or -1. */
+static inline int kevent_tcp_pair(int s[2])
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (ls < 0 || bind(ls, (void *)&sa, len) || listen(ls, 1) ||
+	    getsockname(ls, (void *)&sa, &len))
+		return -1;
+	s[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (s[0] < 0 || connect(s[0], (void *)&sa, len))
+		return -1;
+	s[1] = accept(ls, NULL, NULL);
+	close(ls);
+	if (s[1] < 0 || kevent_set_async(s[0], 1) || kevent_set_async(s[1], 1))
+		return -1;
+	return 0;
+}
+
+#ifndef __NR_aio_submit
+#define __NR_aio_submit		457
+#endif
+
+/* aio_submit(): start @nr requests; how many started, or -1 with errno. */
+static inline long kevent_aio_submit(int kq, struct kevent_naio_sub *subs,
+				     unsigned int nr)
+{
+	return syscall(__NR_aio_submit, kq, subs, nr, 0);
+}
+
+/*
+ * aio_submit() with KEVENT_NAIO_SUBMIT_WAIT, on a ring queue: start @nr
+ * requests (@nr may be 0), then sleep until the ring holds an event.
+ */
+static inline long kevent_aio_submit_wait(int kq, struct kevent_naio_sub *subs,
+					  unsigned int nr)
+{
+	return syscall(__NR_aio_submit, kq, subs, nr, KEVENT_NAIO_SUBMIT_WAIT);
 }
 
 /* One counter of /proc/vmstat, or -1. */
