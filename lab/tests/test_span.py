@@ -151,9 +151,15 @@ def test_a_killed_part_leaves_no_plug(tmp_path):
             if 'server: userspace after' in line:
                 break
         assert len(plugs_of(locator)) == 1
+        def cmdline(p):
+            # Another process may end between listdir() and open().
+            try:
+                with open(f'/proc/{p}/cmdline', 'rb') as f:
+                    return f.read()
+            except OSError:
+                return b''
         hosts = [p for p in filter(str.isdigit, os.listdir('/proc'))
-                 if b'LAB_HOST=server' in open(f'/proc/{p}/cmdline', 'rb').read()
-                 and b'umid=pair-server' in open(f'/proc/{p}/cmdline', 'rb').read()]
+                 if b'LAB_HOST=server' in cmdline(p) and b'umid=pair-server' in cmdline(p)]
         assert hosts
         proc.kill()
         proc.wait(10)
