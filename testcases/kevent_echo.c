@@ -179,13 +179,19 @@ static void accept_all(void)
 
 		if (fd >= MAX_FD)
 			ksft_exit_fail_msg("connection fd %d\n", fd);
-		/* Ready before its kevent exists: an event finds it set up. */
+		/*
+		 * Set up and added under the connection's lock: an event of the
+		 * new kevent waits for the lock and finds it set up, and an
+		 * event of the connection that had this fd before, still in
+		 * another thread's hands, cannot see the connection open
+		 * before its kevent exists (a MODIFY would find none).
+		 */
 		pthread_mutex_lock(&conns[fd].lock);
 		conns[fd].open = 1;
 		conns[fd].mask = mask;
-		pthread_mutex_unlock(&conns[fd].lock);
 		if (kevent_add(kq, &cu, 1) != 1)
 			ksft_exit_fail_msg("ADD fd %d: %s\n", fd, strerror(cu.ret_data[0]));
+		pthread_mutex_unlock(&conns[fd].lock);
 	}
 	pthread_mutex_unlock(&accept_lock);
 }
