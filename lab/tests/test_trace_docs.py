@@ -53,41 +53,39 @@ def test_every_function_the_table_names_is_in_the_series():
         assert re.search(rf'^\+(?:static )?[\w\s\*]*\b{name}\(', text, re.M), f'{tp}: no {name}()'
 
 
-def test_the_docs_trace_excerpts_are_what_make_lab_trace_prints():
-    """docs/internals.md quoted raw trace lines, cut down, in a format no
-    command prints: each excerpt line must be a line of the story the driver
-    prints for the golden trace, with its header."""
+def check_excerpts(section: str, golden_name: str, at_least: int) -> list[str]:
+    """Each code block of @section is the story's header and lines of the
+    story the driver prints for golden trace @golden_name; returns that story."""
     from kevent_lab import trace
-    golden = TOP / 'lab' / 'tests' / 'golden' / 'trace'
-    story = trace.story(trace.parse((golden / 'echo_server.trace').read_text())).splitlines()
-    doc = DOC.read_text()
-    section = doc[doc.index('### Reading the trace of `make lab-trace`'):
-                  doc.index('### The same exchange on the wire')]
+    golden = TOP / 'lab' / 'tests' / 'golden' / 'trace' / golden_name
+    story = trace.story(trace.parse(golden.read_text())).splitlines()
     blocks = re.findall(r'```\n(.*?)```', section, re.S)
-    assert len(blocks) >= 5
+    assert len(blocks) >= at_least
     for block in blocks:
         lines = block.rstrip('\n').splitlines()
         assert lines[0] == story[0]
         for line in lines[1:]:
             assert line in story, line
+    return story
+
+
+def test_the_docs_trace_excerpts_are_what_make_lab_trace_prints():
+    """docs/internals.md quoted raw trace lines, cut down, in a format no
+    command prints: each excerpt line must be a line of the story the driver
+    prints for the golden trace, with its header."""
+    doc = DOC.read_text()
+    section = doc[doc.index('### Reading the trace of `make lab-trace`'):
+                  doc.index('### The same exchange on the wire')]
+    check_excerpts(section, 'echo_server.trace', 5)
     assert 'one run' in section and 'other' in section   # timings vary, and it says so
 
 
 def test_the_ring_trace_excerpts_are_what_the_driver_prints():
     """The same for the request/response exchange on the ready ring: each
     excerpt line is a line of the story of its golden trace."""
-    from kevent_lab import trace
-    golden = TOP / 'lab' / 'tests' / 'golden' / 'trace' / 'ring_rr_server.trace'
-    story = trace.story(trace.parse(golden.read_text())).splitlines()
     doc = DOC.read_text()
-    section = doc[doc.index('### Request and response on the ring, traced'):]
-    blocks = re.findall(r'```\n(.*?)```', section, re.S)
-    assert len(blocks) >= 4
-    for block in blocks:
-        lines = block.rstrip('\n').splitlines()
-        assert lines[0] == story[0]
-        for line in lines[1:]:
-            assert line in story, line
+    story = check_excerpts(doc[doc.index('### Request and response on the ring, traced'):],
+                           'ring_rr_server.trace', 4)
     # What the section claims: one receive posted, none per request.
     starts = [l for l in story if 'kevent_naio_start' in l]
     assert sum('op=recv' in l for l in starts) == 1
