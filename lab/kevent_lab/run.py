@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import (capture, confine, guest_text, instances, kernel_image, ktap, port_forward, reach, span,
+from . import (capture, confine, guest_text, host_fpu, instances, kernel_image, ktap, port_forward, reach, span,
                trace, uml_paths, uplink)
 from .console_follow import ConsoleFollower
 from .processes import Child, Supervisor, start_switch, wait_for_paths
@@ -486,6 +486,7 @@ def run_lab(topo: Topology, kernel: Path, rootfs: Path, results: Path, work: Pat
     if shutil.which('vde_switch') is None and topo.segments:
         raise FileNotFoundError('vde_switch is not installed (Debian package vde2; make deps)')
     check_memory(topo, rootfs.stat().st_size)
+    host_fpu.check(kernel)
     extra = kernel_image.mem_extra(kernel)
     if extra:
         say(f'a debug kernel: each host gets {extra >> 20} MiB more than its mem= '

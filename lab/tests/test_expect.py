@@ -50,3 +50,36 @@ def test_a_later_ok_does_not_hide_a_not_ok_of_the_same_name():
     assert expect.render(sig) == 'a core dup fail\na core dup [2] pass\n'
     assert expect.parse(expect.render(sig)) == sig
     assert expect.compare(expect.parse(expect.render(sig)), sig).ok
+
+
+def test_a_cpu_condition_expects_skip_where_the_host_lacks_the_flag():
+    text = 'a fpu zmm pass cpu=avx512f\na core x pass\n'
+    assert expect.parse(text, cpu_flags=frozenset({'avx512f'})) == {
+        'a fpu zmm': 'pass', 'a core x': 'pass'}
+    assert expect.parse(text, cpu_flags=frozenset({'avx2'})) == {
+        'a fpu zmm': 'skip', 'a core x': 'pass'}
+    # Where the host has the flag, a skip is a change, not a match.
+    ran = {'a fpu zmm': 'skip', 'a core x': 'pass'}
+    c = expect.compare(expect.parse(text, cpu_flags=frozenset({'avx512f'})), ran)
+    assert c.changed == ['a fpu zmm: expected pass, got skip']
+
+
+def test_a_bad_cpu_condition_is_refused():
+    with pytest.raises(ValueError, match='cpu='):
+        expect.parse('a fpu zmm pass cpu=AVX-512\n', cpu_flags=frozenset())
+    with pytest.raises(ValueError, match='HOST SUITE NAME'):
+        expect.parse('a fpu pass cpu=avx\n', cpu_flags=frozenset())
+
+
+def test_saving_a_signature_keeps_its_cpu_conditions():
+    old = 'a fpu zmm pass cpu=avx512f\na core x pass\n'
+    ran = {'a fpu zmm': 'skip', 'a core x': 'fail'}
+    text = expect.render(ran, expect.conditions(old))
+    assert text == 'a core x fail\na fpu zmm pass cpu=avx512f\n'
+
+
+def test_host_cpu_flags_reads_the_first_flags_line(tmp_path):
+    info = tmp_path / 'cpuinfo'
+    info.write_text('processor\t: 0\nflags\t\t: fpu sse avx512f\n\nflags\t: other\n')
+    assert expect.host_cpu_flags(info) == frozenset({'fpu', 'sse', 'avx512f'})
+    assert expect.host_cpu_flags(tmp_path / 'none') == frozenset()
