@@ -94,7 +94,7 @@ def _sized(path: str, mtime_ns: int, size: int) -> bool:
             strtab = kernel_image._section(f, b'.strtab')
     except (OSError, ValueError, struct.error):
         return True  # not an ELF we can read: let the boot say what it finds
-    return strtab is not None and SIZED_SYMBOL in strtab
+    return strtab is None or SIZED_SYMBOL in strtab  # no symbols: cannot tell
 
 
 @dataclass(frozen=True)
