@@ -34,7 +34,23 @@ class FakeHost:
         os.close(guest_slave)
         self.guest = guest_master
         self.stop = False
+        self.wait_for_prompt(f'{hostname} # '.encode())
         threading.Thread(target=self.bridge, daemon=True).start()
+
+    def wait_for_prompt(self, prompt: bytes, timeout: float = 20) -> None:
+        """Until the shell has printed its first prompt: a Ctrl-C that
+        reaches a shell still starting, before it has made itself
+        interactive, ends it (the default action of SIGINT), and the test
+        then finds no shell. A started lab's shell has long been up."""
+        seen, deadline = b'', time.monotonic() + timeout
+        while prompt not in seen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.guest], [], [], left)[0]:
+                raise RuntimeError(f'the stand-in shell printed no prompt: {seen[-200:]!r}')
+            try:
+                seen += os.read(self.guest, 4096)
+            except OSError as e:
+                raise RuntimeError(f'the stand-in shell ended at start: {seen[-200:]!r}') from e
 
     def bridge(self):
         ends = {self.uml_master: self.guest, self.guest: self.uml_master}
