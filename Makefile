@@ -12,6 +12,8 @@
 #                                and the packets of the lab's segments (CAPTURE=SEG,...)
 #   make lab-start|lab-status|lab-stop|lab-crash [LAB=...] [ID=...]   a lab left running
 #   make exercise EX=NN [ANSWER=file]   check an answer to docs/exercises/NN-*.md
+#   make cpu-check [LAB=cpu] [CPUS="Nehalem SandyBridge max"] [KVM=1]
+#                                a lab in QEMU VMs that show other x86_64 CPUs (FP state sizes)
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
 #        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
@@ -57,7 +59,7 @@ PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo 
 .PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
 	lab-start lab-status lab-stop lab-crash lab-trace \
 	unit test bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
-	exercise exercises-check fresh-check FORCE
+	exercise exercises-check fresh-check cpu-check FORCE
 
 all: $(KERNEL) $(B)/rootfs.cpio
 
@@ -71,6 +73,13 @@ deps:
 # mmdebstrap (root only): what scripts/deps.sh forgets fails here.
 fresh-check:
 	@scripts/fresh-check.sh
+
+# A lab (LAB=cpu unless given) on other CPUs than this machine's: Debian's
+# kernel in QEMU, with a CPU model per kind of FP state; QEMU emulates the
+# CPU, or with KVM=1 runs it on this one (AVX-512 models too).
+cpu-check: | $(B)/.deps-ok
+	@scripts/cpu-check.sh $(if $(filter command line environment,$(origin LAB)),--lab $(LAB)) \
+		$(foreach c,$(CPUS),--cpu $(c)) $(if $(KVM),--kvm)
 
 # Every entry point first makes sure the packages are there.
 $(B)/.deps-ok: scripts/deps.sh
@@ -181,6 +190,8 @@ test:
 			done; \
 		else rc=1; echo "the debug kernel did not build: its labs do not run" >&2; fi; \
 		echo "== benchmarks at smoke sizes (lab bench-smoke)"; $(MAKE) -s bench-smoke || rc=1; \
+		echo "== lab cpu on other x86_64 CPUs: Nehalem, SandyBridge, max (QEMU, emulated; scripts/cpu-check.sh)"; \
+		scripts/cpu-check.sh --results $(RESULTS)/labs || rc=1; \
 	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
 	exit $$rc
