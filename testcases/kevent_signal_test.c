@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,6 +279,116 @@ TEST(the_last_rt_signal_is_accepted)
 	ASSERT_EQ(0, kill(getpid(), SIGRTMAX));
 	ASSERT_EQ(1, kevent_wait(kq, &out, 1, SOON));
 	close(kq);
+}
+
+/*
+ * Issue 32, defect 2: a KEVENT_SIGNAL kevent outlived the exec of the
+ * process it watched, into a set-user-ID program too, and went on taking
+ * that program's signals for whoever kept the queue. Now the exec ends it:
+ * delivered once more as broken (ESRCH), it takes nothing of the new
+ * program. Here the queue is the test's, the kevent added by a child (so
+ * it watches the child), which then runs a shell that sends itself
+ * SIGUSR1. On the series before the fix the shell exited 0 (the signal was
+ * taken) and the queue reported it.
+ */
+TEST_F(sig, exec_ends_the_signal_kevents_of_the_process)
+{
+	struct ukevent uk = ksignal(SIGUSR1, 0), out;
+	int status, up[2], down[2];
+	pid_t pid;
+	char c;
+
+	if (access("/bin/sh", X_OK))
+		SKIP(return, "no /bin/sh to exec");
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		signal(SIGUSR1, SIG_DFL);
+		if (kevent_add(self->kq, &uk, 1) != 1)
+			_exit(3);
+		/* Watched: a signal now is the kevent's, not ours. */
+		if (kill(getpid(), SIGUSR1) || write(up[1], "x", 1) != 1)
+			_exit(4);
+		/* Until the test has seen it: the exec's last event must not hide it. */
+		if (read(down[0], &c, 1) != 1)
+			_exit(5);
+		execl("/bin/sh", "sh", "-c", "kill -USR1 $$; exit 0", (char *)NULL);
+		_exit(6);
+	}
+	close(up[1]);
+	close(down[0]);
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	/* The signal before the exec was taken and reported. */
+	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+	EXPECT_EQ(KEVENT_SIGNAL, out.type);
+	EXPECT_EQ(KEVENT_RET_DONE, out.ret_flags);
+	EXPECT_EQ(1, out.ret_data[0]);
+	ASSERT_EQ(1, write(down[1], "y", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGUSR1)
+		TH_LOG("the program after exec did not die of its SIGUSR1 (status %#x)", status);
+	/* The exec ended the kevent: one last event, broken, then nothing. */
+	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+	EXPECT_EQ(KEVENT_SIGNAL, out.type);
+	EXPECT_TRUE(out.ret_flags & KEVENT_RET_BROKEN);
+	EXPECT_EQ(ESRCH, out.ret_data[0]);
+	EXPECT_EQ(0, kevent_wait(self->kq, &out, 1, NEVER));
+	EXPECT_EQ(0, kevent_queued(self->kq));
+	EXPECT_QUEUE_WORKS(self->kq);
+	close(up[0]);
+	close(down[1]);
+}
+
+/*
+ * Issue 32, defect 5: a POSIX timer's signal (SIGEV_SIGNAL) goes through
+ * send_sigqueue(), which did not ask KEVENT_SIGNAL: its signal reached the
+ * handler and the kevent saw nothing. Now it is reported and taken like any
+ * other, and a periodic timer goes on (the kernel re-arms it as for an
+ * ignored signal). Before the fix WAIT timed out and the handler ran.
+ */
+TEST_F(sig, a_posix_timer_signal_is_reported_and_taken)
+{
+	struct ukevent uk = ksignal(SIGUSR2, 0), out;
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+	struct itimerspec its = { .it_value.tv_nsec = 10000000, .it_interval.tv_nsec = 10000000 };
+	unsigned long long got = 0;
+	timer_t timer;
+	int i;
+
+	ASSERT_EQ(1, kevent_add(self->kq, &uk, 1));
+	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &timer));
+	ASSERT_EQ(0, timer_settime(timer, 0, &its, NULL));
+	/* Periodic: it goes on after the first expiry that was taken. */
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+		EXPECT_EQ(SIGUSR2, out.id.raw[0]);
+		got += out.ret_data[0];
+	}
+	ASSERT_EQ(0, timer_delete(timer));
+	EXPECT_LE(3, got);
+	EXPECT_EQ(0, handled);
+}
+
+/* With KEVENT_SIGNAL_NOMASK the timer's signal is reported and delivered. */
+TEST_F(sig, a_posix_timer_signal_with_nomask_is_delivered_too)
+{
+	struct ukevent uk = ksignal(SIGUSR2, KEVENT_SIGNAL_NOMASK), out;
+	struct sigevent sev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+	struct itimerspec its = { .it_value.tv_nsec = 10000000 };
+	timer_t timer;
+	int i;
+
+	ASSERT_EQ(1, kevent_add(self->kq, &uk, 1));
+	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &timer));
+	ASSERT_EQ(0, timer_settime(timer, 0, &its, NULL));
+	ASSERT_EQ(1, kevent_wait(self->kq, &out, 1, SOON));
+	EXPECT_EQ(1, out.ret_data[0]);
+	for (i = 0; i < 200 && !handled; i++)
+		usleep(10000);
+	EXPECT_EQ(1, handled);
+	ASSERT_EQ(0, timer_delete(timer));
 }
 
 TEST_HARNESS_MAIN
