@@ -22,7 +22,6 @@ if ! mount -t 9p -o "$opts,ro" root /newroot; then
 	echo "cpu-check: cannot mount the machine's root"; poweroff -f
 fi
 r=/newroot
-mount -t 9p -o "$opts" top "$r$CPUCHECK_TOP" || { echo "cpu-check: cannot mount the checkout"; poweroff -f; }
 mount -t proc proc $r/proc
 mount -t sysfs sysfs $r/sys
 mount -t devtmpfs devtmpfs $r/dev
@@ -30,7 +29,10 @@ mkdir -p $r/dev/pts $r/dev/shm 2>/dev/null
 mount -t devpts devpts $r/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs $r/dev/shm
 for d in /tmp /run /var/tmp /root; do mount -t tmpfs -o mode=1777 tmpfs "$r$d"; done
-chroot $r /bin/sh -c "cd '$CPUCHECK_TOP' && HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin sh '$CPUCHECK_RUN'"
+# Last: the checkout may be below one of those (a clone in /root or /tmp).
+mkdir -p "$r$CPUCHECK_TOP" 2>/dev/null
+mount -t 9p -o "$opts" top "$r$CPUCHECK_TOP" || { echo "cpu-check: cannot mount the checkout"; poweroff -f; }
+chroot $r /bin/sh -c "cd '$CPUCHECK_TOP' || { echo 'cpu-check: no checkout at $CPUCHECK_TOP in the VM'; exit 1; }; HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin exec sh '$CPUCHECK_RUN'"
 echo "cpu-check: exit $?"
 sync
 poweroff -f

@@ -58,6 +58,12 @@ if [ ${#cpus[@]} = 0 ]; then
 	[ $kvm = 0 ] || cpus=(Nehalem SandyBridge Skylake-Server host)
 fi
 [ -d "lab/labs/$lab" ] || { echo "cpu-check: no lab '$lab' in lab/labs/" >&2; exit 2; }
+# The VM shares only the checkout with this machine: results elsewhere would be lost.
+results=$(mkdir -p "$results" && cd "$results" && pwd)
+case $results/ in
+"$top"/*) ;;
+*) echo "cpu-check: --results must be inside the checkout ($top), not $results" >&2; exit 2;;
+esac
 
 out=build/cpu-check
 kdir=$out/host-kernel
@@ -131,7 +137,7 @@ fi
 failed=0 passed=0 total_failed=0 skipped=0
 for cpu in "${cpus[@]}"; do
 	dir=$out/$cpu
-	res=$(mkdir -p "$results" && cd "$results" && pwd)/cpu-$cpu
+	res=$results/cpu-$cpu
 	rm -rf "$dir" "$res" && mkdir -p "$dir"
 	# What the VM runs, from the checkout (the VM sees it at the same path).
 	cat > "$dir/run.sh" <<-EOF
@@ -167,6 +173,10 @@ for cpu in "${cpus[@]}"; do
 		verdict="$count"
 	fi
 	printf '%-16s %-40s FP state %-32s %s (%d s)\n' "$cpu" "${model:-?}" "${xsave:-not reported}" "$verdict" "$secs"
+	# Where it went wrong, for a log that keeps only this output (CI's).
+	if [ -z "$count" ] || [ "$status" != 0 ]; then
+		grep -a -v "support requested feature" "$dir/vm.log" | tail -n 8 | sed 's/^/    | /'
+	fi
 	# A VM that ran no lab still counts, as one failure, where results are added up.
 	if [ ! -e "$res/summary.json" ]; then
 		mkdir -p "$res"
