@@ -56,6 +56,26 @@ static long posted_consume(struct kevent_naio_posted *p, size_t len, unsigned in
 	return n;
 }
 
+/*
+ * The same, with byte numbers in 64 bits: *@pos is the number of the next
+ * byte to read (its low 32 bits are tail), and @start the number of the
+ * stream's first byte (the header's head when the receive was posted). A
+ * ring whose size does not divide 2^32 needs this past head's wrap.
+ */
+static long posted_consume64(struct kevent_naio_posted *p, size_t len, unsigned int tag,
+			     unsigned long long *pos, unsigned long long start)
+{
+	const unsigned char *data = (const unsigned char *)(p + 1);
+	unsigned int n = posted_pending(p), i;
+
+	for (i = 0; i < n; i++)
+		if (data[(*pos + i) % len] != pattern(tag, *pos + i - start))
+			return -1;
+	*pos += n;
+	__atomic_store_n(&p->tail, (unsigned int)*pos, __ATOMIC_RELEASE);
+	return n;
+}
+
 FIXTURE(posted) {
 	int kq;
 	int s[2];
@@ -137,6 +157,56 @@ TEST_F(posted, the_stream_wraps_around_the_ring)
 		got += n;
 	}
 	EXPECT_EQ(total, self->rx->head);
+}
+
+/*
+ * Issue 32, defect 3: the kernel reduced head's 32 bits modulo the ring's
+ * size, so where the size does not divide 2^32 the offset jumped when head
+ * wrapped (2^32 % 1000 = 296 bytes here) and the stream landed in the
+ * wrong place after 4 GiB. Bytes are numbered in 64 bits now, from the
+ * head the header holds when the receive is posted: started 2500 bytes
+ * before 2^32, 9000 bytes cross the wrap, each at data[i % 1000] of its
+ * number i. (The series before the fix also started every receive at 0,
+ * whatever the header held: this failed there at the first head.)
+ */
+TEST_F(posted, byte_numbers_cross_the_4_gib_wrap)
+{
+	const size_t len = 1000, total = 9000, chunk = 300;
+	const unsigned long long start = (1ULL << 32) - 2500;
+	unsigned long long pos = start;
+	struct ukevent ev;
+	size_t sent = 0;
+	long got = 0;
+
+	self->rx->head = self->rx->tail = (unsigned int)start;
+	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, HDR + len,
+				  KEVENT_NAIO_RECV_POSTED), 0);
+	fill(self->tx, 5, 0, total);
+	while (got < (long)total) {
+		long n;
+
+		if (sent < total && sent - got < len) {
+			ASSERT_EQ((ssize_t)chunk, write(self->s[0], self->tx + sent, chunk));
+			sent += chunk;
+		}
+		ASSERT_EQ(1, kevent_wait(self->kq, &ev, 1, SOON));
+		EXPECT_EQ(self->rx->head, ev.ret_data[0]);
+		n = posted_consume64(self->rx, len, 5, &pos, start);
+		ASSERT_LE(0, n) TH_LOG("wrong byte near number %llu (stream offset %llu)",
+				       pos, pos - start);
+		got += n;
+	}
+	EXPECT_EQ((unsigned int)(start + total), self->rx->head);
+}
+
+/* A header with unread bytes (head not at tail) cannot start a receive. */
+TEST_F(posted, a_header_with_head_not_at_tail_is_einval)
+{
+	self->rx->head = 10;
+	self->rx->tail = 0;
+	EXPECT_FAILS_WITH(EINVAL, kevent_aio_recv(self->kq, self->s[1], self->rx, HDR + 1000,
+						  KEVENT_NAIO_RECV_POSTED), "head 10, tail 0");
+	EXPECT_EQ(0, kevent_fdinfo(self->kq, "kevents"));
 }
 
 /*
