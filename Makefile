@@ -78,7 +78,7 @@ fresh-check:
 # kernel in QEMU, with a CPU model per kind of FP state; QEMU emulates the
 # CPU, or with KVM=1 runs it on this one (AVX-512 models too).
 cpu-check: | $(B)/.deps-ok
-	@scripts/cpu-check.sh $(if $(filter command line environment,$(origin LAB)),--lab $(LAB)) \
+	@scripts/cpu-check.sh $(if $(filter command line environment,$(origin LAB)),$(foreach l,$(LAB),--lab $(l))) \
 		$(foreach c,$(CPUS),--cpu $(c)) $(if $(KVM),--kvm)
 
 # Every entry point first makes sure the packages are there.

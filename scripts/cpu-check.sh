@@ -23,22 +23,24 @@
 # Its memory and /tmp are its own: nothing it does reaches the machine but
 # the checkout's build/ directory.
 #
-# Usage: scripts/cpu-check.sh [--cpu MODEL]... [--lab LAB] [--kvm]
+# Usage: scripts/cpu-check.sh [--cpu MODEL]... [--lab LAB]... [--kvm]
 #                             [--results DIR] [--mem MiB] [--timeout SECONDS]
-# Each model's lab results go to DIR/cpu-MODEL (default DIR: build/cpu-check),
-# its VM's console to build/cpu-check/MODEL/vm.log.
+# The labs (default: cpu) run one after the other in each model's VM, each
+# against its signature where it has one (lab/labs/LAB/expected). Results go
+# to DIR/cpu-MODEL for one lab, DIR/cpu-MODEL-LAB for several (default DIR:
+# build/cpu-check); each VM's console to build/cpu-check/MODEL/vm.log.
 # Prints one line per CPU model (the VM's XSAVE size, what UML said, the
 # lab's count) and ends with the lab's counts summed over the models.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-cpus=() lab=cpu mem=3072 timeout=2400 smp=2 kvm=0 results=build/cpu-check
+cpus=() labs=() mem=3072 timeout=2400 smp=2 kvm=0 results=build/cpu-check
 usage() { sed -n '/^# Usage:/,/^# its VM/s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--cpu) cpus+=("${2:?--cpu needs a QEMU CPU model}"); shift 2;;
-	--lab) lab=${2:?--lab needs a lab name}; shift 2;;
+	--lab) labs+=("${2:?--lab needs a lab name}"); shift 2;;
 	--kvm) kvm=1; shift;;
 	--results) results=${2:?--results needs a directory}; shift 2;;
 	--mem) mem=${2:?--mem needs MiB}; shift 2;;
@@ -57,7 +59,10 @@ if [ ${#cpus[@]} = 0 ]; then
 	cpus=(Nehalem SandyBridge max)
 	[ $kvm = 0 ] || cpus=(Nehalem SandyBridge Skylake-Server host)
 fi
-[ -d "lab/labs/$lab" ] || { echo "cpu-check: no lab '$lab' in lab/labs/" >&2; exit 2; }
+[ ${#labs[@]} -gt 0 ] || labs=(cpu)
+for lab in "${labs[@]}"; do
+	[ -d "lab/labs/$lab" ] || { echo "cpu-check: no lab '$lab' in lab/labs/" >&2; exit 2; }
+done
 # The VM shares only the checkout with this machine: results elsewhere would be lost.
 results=$(mkdir -p "$results" && cd "$results" && pwd)
 case $results/ in
@@ -134,19 +139,32 @@ else
 	echo "== QEMU emulates each CPU (TCG): a guest runs tens of times slower than here"
 fi
 
+# Where lab @2's results go in the VM of CPU model @1.
+res_of() {
+	if [ ${#labs[@]} = 1 ]; then echo "$results/cpu-$1"; else echo "$results/cpu-$1-$2"; fi
+}
+
 failed=0 passed=0 total_failed=0 skipped=0
 for cpu in "${cpus[@]}"; do
 	dir=$out/$cpu
-	res=$results/cpu-$cpu
-	rm -rf "$dir" "$res" && mkdir -p "$dir"
+	rm -rf "$dir" && mkdir -p "$dir"
 	# What the VM runs, from the checkout (the VM sees it at the same path).
-	cat > "$dir/run.sh" <<-EOF
-		#!/bin/sh
-		echo "cpu-check: \$(grep -m1 'model name' /proc/cpuinfo)"
-		echo "cpu-check: FP flags: \$(grep -o -w 'avx512f\\|amx_tile\\|xsave\\|avx' /proc/cpuinfo | sort -u | tr '\\n' ' ')(sse only without these)"
-		make -s lab-run LAB=$lab LAB_RESULTS=$res
-	EOF
-	echo "== $cpu: lab $lab in a VM (qemu -cpu $cpu, ${mem} MiB, $smp CPUs; console: $dir/vm.log)"
+	{
+		echo '#!/bin/sh'
+		echo "echo \"cpu-check: \$(grep -m1 'model name' /proc/cpuinfo)\""
+		echo "echo \"cpu-check: FP flags: \$(grep -o -w 'avx512f\\|amx_tile\\|xsave\\|avx' /proc/cpuinfo | sort -u | tr '\\n' ' ')(sse only without these)\""
+		echo "rc=0"
+		for lab in "${labs[@]}"; do
+			res=$(res_of "$cpu" "$lab")
+			rm -rf "$res"
+			expect=""
+			[ ! -f "lab/labs/$lab/expected" ] || expect=EXPECT=1
+			echo "echo \"cpu-check: lab $lab\""
+			echo "make -s lab-run LAB=$lab LAB_RESULTS=$res $expect || rc=1"
+		done
+		echo 'exit $rc'
+	} > "$dir/run.sh"
+	echo "== $cpu: lab ${labs[*]} in a VM (qemu -cpu $cpu, ${mem} MiB, $smp CPUs; console: $dir/vm.log)"
 	start=$(date +%s)
 	set +e
 	timeout --foreground -k 10 "$timeout" qemu-system-x86_64 "${accel[@]}" -cpu "$cpu" \
@@ -159,38 +177,44 @@ for cpu in "${cpus[@]}"; do
 	qrc=$?
 	set -e
 	secs=$(( $(date +%s) - start ))
-	count=$(grep -a -E '^[0-9]+ passed, [0-9]+ failed' "$dir/vm.log" | tail -1 || true)
-	xsave=$(grep -a -h -o 'host FP state: [0-9]* bytes, [0-9]* of them' "$res/"*.console.log 2>/dev/null | head -1 | sed -e 's/.*host FP state: //' -e 's/ of them/ in frames/' || true)
 	status=$(grep -a -o 'cpu-check: exit [0-9]*' "$dir/vm.log" | tail -1 | awk '{print $3}' || true)
 	model=$(grep -a -m1 '^cpu-check: model name' "$dir/vm.log" | sed 's/.*: //' || true)
+	xsave=$(grep -a -h -o 'host FP state: [0-9]* bytes, [0-9]* of them' \
+		"$(res_of "$cpu" "${labs[0]}")"/*.console.log 2>/dev/null | head -1 |
+		sed -e 's/.*host FP state: //' -e 's/ of them/ in frames/' || true)
+	# Each lab-run ends with its count: add them up, the labs that gave none as failures.
+	p=0 f=0 k=0 missing=0
+	for lab in "${labs[@]}"; do
+		res=$(res_of "$cpu" "$lab")
+		if [ -e "$res/summary.json" ]; then
+			c=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("passed",0), d.get("failed",0), d.get("skipped",0))' "$res/summary.json")
+			[ ! -e "$res/expect.json" ] ||
+				c=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["matched"], len(d["changed"])+len(d["missing"])+len(d["new"]), 0)' "$res/expect.json")
+			set -- $c
+			p=$((p + $1)) f=$((f + $2)) k=$((k + $3))
+		else
+			missing=$((missing + 1))
+			mkdir -p "$res"
+			# A VM that ran no lab still counts, as one failure, where results are added up.
+			printf '{"passed": 0, "failed": 1, "skipped": 0, "error": "no results from the VM"}\n' > "$res/summary.json"
+		fi
+	done
 	if [ $qrc = 124 ]; then
 		verdict="the VM timed out after ${timeout} s"
 	elif [ -z "$status" ]; then
-		verdict="the VM ended without running the lab (qemu exit $qrc); see $dir/vm.log"
-	elif [ -z "$count" ]; then
-		verdict="the lab printed no count (exit $status); see $dir/vm.log"
+		verdict="the VM ended without running the labs (qemu exit $qrc); see $dir/vm.log"
+	elif [ $missing != 0 ]; then
+		verdict="$missing lab(s) left no results (exit $status); see $dir/vm.log"
 	else
-		verdict="$count"
+		verdict="$p passed, $f failed, $k skipped"
 	fi
 	printf '%-16s %-40s FP state %-32s %s (%d s)\n' "$cpu" "${model:-?}" "${xsave:-not reported}" "$verdict" "$secs"
 	# Where it went wrong, for a log that keeps only this output (CI's).
-	if [ -z "$count" ] || [ "$status" != 0 ]; then
+	if [ $missing != 0 ] || [ "$status" != 0 ] || [ $f != 0 ]; then
+		failed=1
 		grep -a -v "support requested feature" "$dir/vm.log" | tail -n 8 | sed 's/^/    | /'
 	fi
-	# A VM that ran no lab still counts, as one failure, where results are added up.
-	if [ ! -e "$res/summary.json" ]; then
-		mkdir -p "$res"
-		printf '{"passed": 0, "failed": 1, "skipped": 0, "error": "%s"}\n' "$verdict" > "$res/summary.json"
-	fi
-	case $count in *skipped*) s=${count##*failed, }; skipped=$((skipped + ${s%% *}));; esac
-	if [ -n "$count" ] && [ "$status" = 0 ]; then
-		passed=$((passed + ${count%% *}))
-		f=${count#*, }; total_failed=$((total_failed + ${f%% *}))
-	else
-		failed=1
-		[ -z "$count" ] || { passed=$((passed + ${count%% *})); f=${count#*, }; total_failed=$((total_failed + ${f%% *})); }
-		[ -n "$count" ] || total_failed=$((total_failed + 1))
-	fi
+	passed=$((passed + p)) total_failed=$((total_failed + f + missing)) skipped=$((skipped + k))
 done
 rm -f "$list"
 echo "$passed passed, $total_failed failed, $skipped skipped (${#cpus[@]} CPU models)"

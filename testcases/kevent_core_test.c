@@ -132,7 +132,12 @@ TEST_F(queue, wait_forever_is_interrupted_by_a_signal)
 
 TEST_F(queue, poll_reports_ready_events)
 {
-	struct ukevent uk = kevent_timer(20, 0, KEVENT_REQ_ONESHOT), out;
+	/*
+	 * 500 ms: the first poll() must come before it, also in a guest under
+	 * an emulated CPU (make cpu-check), where 20 ms once passed between
+	 * the ADD and the poll().
+	 */
+	struct ukevent uk = kevent_timer(500, 0, KEVENT_REQ_ONESHOT), out;
 	struct pollfd pfd = { .fd = self->fd, .events = POLLIN };
 
 	ASSERT_EQ(1, kevent_add(self->fd, &uk, 1));
