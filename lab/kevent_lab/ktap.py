@@ -27,6 +27,8 @@ from .guest_text import lines as text_lines, printable
 # quantifiers that can give the same characters to each other: one pass
 # over a line, whatever the line holds. Lines are cut to MAX_LINE first.
 CONSOLE_TS = re.compile(r'\[ *([0-9]{1,12}\.[0-9]{1,9})\] ?', re.ASCII)
+# kselftest_harness.h's line before each test: `#  RUN           global.name ...`.
+HARNESS_RUN = re.compile(r'RUN +([^ ]+) \.\.\.$', re.ASCII)
 RUNNER_TS = re.compile(r'([0-9]{1,12}\.[0-9]{1,9}) ', re.ASCII)
 VERSION = re.compile(r'(?:KTAP|TAP) version [0-9]{1,9} *$', re.ASCII)
 PLAN = re.compile(r'1\.\.([0-9]{1,9}) *$', re.ASCII)
@@ -107,6 +109,7 @@ class _Frame:
     results: list[Result] = field(default_factory=list)
     diag: list[str] = field(default_factory=list)
     last_ts: float | None = None
+    running: str = ''
 
 
 def _status(word: str, directive: str | None) -> str:
@@ -206,13 +209,21 @@ def parse_lines(timed_lines) -> list[Result]:
             message = '\n'.join(frame.diag) if status == 'fail' else ''
             if directive and status == 'skip':
                 message = directive
-            frame.results.append(_group(printable(name or f'test_{num}'), status, duration,
+            # Linux 6.1's kselftest_harness.h writes a skip as `ok N # SKIP
+            # reason`, without the name: it is the one its `#  RUN` line gave.
+            name = name or frame.running or f'test_{num}'
+            frame.results.append(_group(printable(name), status, duration,
                                         printable(message), children))
             frame.diag = []
+            frame.running = ''
             continue
 
         if stripped.startswith('#') and indent >= frame.indent:
-            frame.diag.append(stripped[1:].strip()[:1000])
+            diag = stripped[1:].strip()[:1000]
+            run = HARNESS_RUN.match(diag)
+            if run:
+                frame.running = run.group(1)
+            frame.diag.append(diag)
             frame.diag = frame.diag[-20:]
 
     while stack:

@@ -81,3 +81,16 @@ def test_nested_failure_propagates_and_unfinished_subtest():
 def test_empty_and_noise():
     assert ktap.parse('') == []
     assert ktap.parse('random kernel noise\nok 1 not in a document\n') == []
+
+
+def test_runner_harness_skip_takes_the_name_of_its_run_line():
+    # Linux 6.1's kselftest_harness.h prints a skipped test as `ok N # SKIP
+    # reason`, without its name; a signature needs the name (fpu_state_test
+    # on a host without AVX-512 read as test_1 and test_3).
+    log = ktap.parse_runner_log(golden('runner_harness_skip.log'))
+    assert [(r.name, r.status) for r in log.results] == [
+        ('global.processes_keep_their_own_zmm', 'skip'),
+        ('global.sse_registers_survive_a_signal', 'pass'),
+        ('global.exec_hands_no_zmm_to_the_next_program', 'skip'),
+    ]
+    assert 'no AVX-512' in log.results[0].message
