@@ -11,11 +11,11 @@
 # machine whose CPU model offers some features only. The CPUID the VM shows
 # decides its kernel's XSAVE area, and so the size UML must handle inside
 # it. QEMU emulates the CPU (TCG) by default: that works everywhere, but a
-# guest runs tens of times slower, so the default lab is the small `cpu`
-# lab, and TCG has no AVX-512. With --kvm the VM runs on this CPU (models
-# with AVX-512 where the machine has it), where /dev/kvm works: nested in
-# some cloud VMs it does not (a CPU model's MSRs are refused, or the VM
-# never prints a line).
+# guest runs several times slower (lab default: 13 s here, 100 s there),
+# so the default lab is the small `cpu` lab, and TCG has no AVX-512. With
+# --kvm the VM runs on this CPU (models with AVX-512 where the machine has
+# it), where /dev/kvm works: nested in some cloud VMs it does not (a CPU
+# model's MSRs are refused, or the VM never prints a line).
 #
 # The VM's root is this machine's own, read-only (virtio 9p), so the lab
 # runs there with the programs it runs with here; only the checkout is
@@ -136,7 +136,7 @@ if [ $kvm = 1 ]; then
 	accel=(-accel kvm)
 else
 	accel=(-accel tcg,thread=multi)
-	echo "== QEMU emulates each CPU (TCG): a guest runs tens of times slower than here"
+	echo "== QEMU emulates each CPU (TCG): a guest runs several times slower than here"
 fi
 
 # Where lab @2's results go in the VM of CPU model @1.
