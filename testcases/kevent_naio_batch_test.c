@@ -40,27 +40,12 @@ static unsigned int posted_pending(struct kevent_naio_posted *p)
 }
 
 /*
- * Consume what @p holds, checking it against pattern @tag from stream
- * offset p->tail; returns the bytes consumed, or -1 at the first wrong one.
- */
-static long posted_consume(struct kevent_naio_posted *p, size_t len, unsigned int tag)
-{
-	const unsigned char *data = (const unsigned char *)(p + 1);
-	unsigned int n = posted_pending(p), i;
-
-	for (i = 0; i < n; i++)
-		if (data[(p->tail + i) % len] != pattern(tag, p->tail + i))
-			return -1;
-	/* Done with the bytes: the kernel may write over them now. */
-	__atomic_store_n(&p->tail, p->tail + n, __ATOMIC_RELEASE);
-	return n;
-}
-
-/*
- * The same, with byte numbers in 64 bits: *@pos is the number of the next
- * byte to read (its low 32 bits are tail), and @start the number of the
- * stream's first byte (the header's head when the receive was posted). A
- * ring whose size does not divide 2^32 needs this past head's wrap.
+ * Consume what @p holds, checking it against pattern @tag. Byte numbers are
+ * 64 bits: *@pos is the number of the next byte to read (its low 32 bits
+ * are tail), and @start the number of the stream's first byte (the
+ * header's head when the receive was posted). A ring whose size does not
+ * divide 2^32 needs them past head's wrap. Returns the bytes consumed, or
+ * -1 at the first wrong one.
  */
 static long posted_consume64(struct kevent_naio_posted *p, size_t len, unsigned int tag,
 			     unsigned long long *pos, unsigned long long start)
@@ -71,9 +56,18 @@ static long posted_consume64(struct kevent_naio_posted *p, size_t len, unsigned 
 	for (i = 0; i < n; i++)
 		if (data[(*pos + i) % len] != pattern(tag, *pos + i - start))
 			return -1;
+	/* Done with the bytes: the kernel may write over them now. */
 	*pos += n;
 	__atomic_store_n(&p->tail, (unsigned int)*pos, __ATOMIC_RELEASE);
 	return n;
+}
+
+/* The same for a stream that started at 0 and is still short of 4 GiB. */
+static long posted_consume(struct kevent_naio_posted *p, size_t len, unsigned int tag)
+{
+	unsigned long long pos = p->tail;
+
+	return posted_consume64(p, len, tag, &pos, 0);
 }
 
 FIXTURE(posted) {
@@ -133,17 +127,24 @@ TEST_F(posted, one_call_receives_many_messages)
 	EXPECT_EQ(1, kevent_fdinfo(self->kq, "kevents"));
 }
 
-/* The stream wraps around the ring, byte for byte. */
-TEST_F(posted, the_stream_wraps_around_the_ring)
+/*
+ * A posted receive of a @len-byte ring, its header starting at byte number
+ * @start, takes @total bytes of pattern @tag sent @chunk at a time, each
+ * checked where its 64-bit number puts it, and each event reports head.
+ */
+static void posted_stream(struct __test_metadata *_metadata, FIXTURE_DATA(posted) *self,
+			  size_t len, size_t total, size_t chunk, unsigned int tag,
+			  unsigned long long start)
 {
-	const size_t len = 1000, total = 9000, chunk = 300;
+	unsigned long long pos = start;
 	struct ukevent ev;
 	size_t sent = 0;
 	long got = 0;
 
+	self->rx->head = self->rx->tail = (unsigned int)start;
 	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, HDR + len,
 				  KEVENT_NAIO_RECV_POSTED), 0);
-	fill(self->tx, 2, 0, total);
+	fill(self->tx, tag, 0, total);
 	while (got < (long)total) {
 		long n;
 
@@ -152,11 +153,19 @@ TEST_F(posted, the_stream_wraps_around_the_ring)
 			sent += chunk;
 		}
 		ASSERT_EQ(1, kevent_wait(self->kq, &ev, 1, SOON));
-		n = posted_consume(self->rx, len, 2);
-		ASSERT_LE(0, n) TH_LOG("wrong byte near stream offset %u", self->rx->tail);
+		EXPECT_EQ(self->rx->head, ev.ret_data[0]);
+		n = posted_consume64(self->rx, len, tag, &pos, start);
+		ASSERT_LE(0, n) TH_LOG("wrong byte near number %llu (stream offset %llu)",
+				       pos, pos - start);
 		got += n;
 	}
-	EXPECT_EQ(total, self->rx->head);
+	EXPECT_EQ((unsigned int)(start + total), self->rx->head);
+}
+
+/* The stream wraps around the ring, byte for byte. */
+TEST_F(posted, the_stream_wraps_around_the_ring)
+{
+	posted_stream(_metadata, self, 1000, 9000, 300, 2, 0);
 }
 
 /*
@@ -171,32 +180,7 @@ TEST_F(posted, the_stream_wraps_around_the_ring)
  */
 TEST_F(posted, byte_numbers_cross_the_4_gib_wrap)
 {
-	const size_t len = 1000, total = 9000, chunk = 300;
-	const unsigned long long start = (1ULL << 32) - 2500;
-	unsigned long long pos = start;
-	struct ukevent ev;
-	size_t sent = 0;
-	long got = 0;
-
-	self->rx->head = self->rx->tail = (unsigned int)start;
-	ASSERT_GE(kevent_aio_recv(self->kq, self->s[1], self->rx, HDR + len,
-				  KEVENT_NAIO_RECV_POSTED), 0);
-	fill(self->tx, 5, 0, total);
-	while (got < (long)total) {
-		long n;
-
-		if (sent < total && sent - got < len) {
-			ASSERT_EQ((ssize_t)chunk, write(self->s[0], self->tx + sent, chunk));
-			sent += chunk;
-		}
-		ASSERT_EQ(1, kevent_wait(self->kq, &ev, 1, SOON));
-		EXPECT_EQ(self->rx->head, ev.ret_data[0]);
-		n = posted_consume64(self->rx, len, 5, &pos, start);
-		ASSERT_LE(0, n) TH_LOG("wrong byte near number %llu (stream offset %llu)",
-				       pos, pos - start);
-		got += n;
-	}
-	EXPECT_EQ((unsigned int)(start + total), self->rx->head);
+	posted_stream(_metadata, self, 1000, 9000, 300, 5, (1ULL << 32) - 2500);
 }
 
 /* A header with unread bytes (head not at tail) cannot start a receive. */
