@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0+
 /*
- * kevent_reliability_test: the bugs of issue 14 ("Reliability, round 2"),
- * one test each, from user space. Each of them failed on the kernel before
- * its fix (the note before each test says how); run them on the debug
+ * kevent_reliability_test: the bugs of issue 14 ("Reliability, round 2")
+ * and of issue 32 ("Reliability, round 3": defect 4, a lost wake-up), one
+ * test each, from user space. Each of them failed on the kernel before its fix (the note
+ * before each test says how); run them on the debug
  * kernel too (make lab-run PROFILE=debug LAB=reliability), where lockdep
  * and KASAN see what a uniprocessor guest cannot.
  */
@@ -445,6 +446,230 @@ TEST(naio_send_cancelled_while_its_worker_lets_go)
 	EXPECT_EQ(0, kevent_wait(kq, &ev, 1, NEVER));
 	munmap(buf, 1 << 20);
 	close(kq);
+}
+
+/*
+ * Issue 32, a suspected lost wake-up, confirmed: a posted receive whose
+ * ring is full parks, and the queue's next wait call resumes it
+ * (kevent_naio_resume()). The worker found the ring full, then parked; a
+ * consumer that made room and called WAIT between the two found nothing
+ * parked and slept, while the rest of the stream waited in the socket
+ * (TCP's window shut, so nothing else would come to wake it). Test kernels
+ * hold the worker between the two (naio_park_window_ms). Before the fix
+ * the WAIT below returned 0 after 5 s, and only a second one resumed it.
+ */
+#define PARK_WINDOW "/sys/module/kevent_naio/parameters/naio_park_window_ms"
+
+TEST(posted_receive_parks_after_the_wait_that_would_resume_it)
+{
+	const size_t len = 4096, hdr = sizeof(struct kevent_naio_posted);
+	struct kevent_naio_posted *rx;
+	static char tx[3 * 4096];
+	struct ukevent ev;
+	int kq, s[2], i;
+
+	if (access(PARK_WINDOW, W_OK))
+		SKIP(return, "no %s: a kernel without CONFIG_KEVENT_KUNIT_TEST", PARK_WINDOW);
+	kq = kevent_init();
+	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, kevent_tcp_pair(s));
+	rx = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, rx);
+	ASSERT_LE(0, kevent_aio_recv(kq, s[1], rx, hdr + len, KEVENT_NAIO_RECV_POSTED));
+
+	ASSERT_EQ(0, write_file(PARK_WINDOW, "1000"));
+	ASSERT_EQ((ssize_t)sizeof(tx), write(s[0], tx, sizeof(tx)));
+	/* The ring filled (one event), then the worker found it full. */
+	for (i = 0; i < 5000 && !__atomic_load_n(&rx->flags, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ASSERT_EQ(KEVENT_NAIO_POSTED_FULL, rx->flags);
+	ASSERT_EQ(1, kevent_wait(kq, &ev, 1, NEVER));
+	EXPECT_EQ(len, ev.ret_data[0]);
+	/* Room for all of it, and a wait, while the worker has not parked. */
+	__atomic_store_n(&rx->tail, rx->head, __ATOMIC_RELEASE);
+	EXPECT_EQ(1, kevent_wait(kq, &ev, 1, SOON))
+		TH_LOG("the wait slept: the receive parked after it looked");
+	EXPECT_EQ(0, write_file(PARK_WINDOW, "0"));
+	EXPECT_LT(len, __atomic_load_n(&rx->head, __ATOMIC_ACQUIRE));
+	close(kq);
+	close(s[0]);
+	close(s[1]);
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	munmap(rx, 2 * 4096);
+}
+
+/*
+ * Issue 32, defect 4: the array of aio_submit() stays the caller's while
+ * the call runs, and another thread can take its pages away between two
+ * requests. The call stops at the first entry whose result it cannot
+ * write and says what started (docs/abi.md). Test kernels hold the call
+ * after each request it started (naio_submit_window_ms); a thread unmaps
+ * a page of the array right there. Before the fix the call wrote every
+ * result back at the end and failed with EFAULT while its requests ran:
+ * both tests below failed on it (-1 where 1 is expected, and the entries
+ * after the lost page started too).
+ */
+#define SUBMIT_WINDOW "/sys/module/kevent_naio/parameters/naio_submit_window_ms"
+
+/* One send of @size bytes from @buf on @sock, its result not written yet. */
+static struct kevent_naio_sub send_sub(int sock, void *buf, size_t size)
+{
+	struct kevent_naio_sub s = {
+		.op = KEVENT_NAIO_OP_SEND, .sock = sock, .fd = -1,
+		.buf = (unsigned long)buf, .size = size, .result = 12345,
+	};
+	return s;
+}
+
+struct unmapper {
+	pid_t tid;		/* the thread in aio_submit() */
+	void *page;		/* what to unmap while it is held */
+	int err;
+};
+
+/* The state letter of thread @tid ('D': asleep, uninterruptibly), or 0. */
+static char thread_state(pid_t tid)
+{
+	char path[64], buf[512], *paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	paren = strrchr(buf, ')');
+	return paren && paren[1] ? paren[2] : 0;
+}
+
+/*
+ * Waits until the submitting thread sleeps in the window, unmaps, and
+ * closes the window: the first one is the only one the test needs.
+ */
+static void *unmap_in_window(void *arg)
+{
+	struct unmapper *u = arg;
+	int i;
+
+	for (i = 0; i < 5000 && thread_state(u->tid) != 'D'; i++)
+		usleep(1000);
+	u->err = thread_state(u->tid) != 'D' ? ETIMEDOUT :
+		 munmap(u->page, 4096) ? errno :
+		 write_file(SUBMIT_WINDOW, "0") ? EIO : 0;
+	return NULL;
+}
+
+/* aio_submit(@subs, @nr) while a thread unmaps @page in the first window. */
+static long submit_losing_a_page(struct __test_metadata *_metadata, int kq,
+				 struct kevent_naio_sub *subs, unsigned int nr,
+				 void *page)
+{
+	struct unmapper u = { .tid = gettid(), .page = page };
+	pthread_t t;
+	long ret;
+
+	ASSERT_EQ(0, write_file(SUBMIT_WINDOW, "1000"));
+	ASSERT_EQ(0, pthread_create(&t, NULL, unmap_in_window, &u));
+	ret = kevent_aio_submit(kq, subs, nr);
+	EXPECT_EQ(0, write_file(SUBMIT_WINDOW, "0"));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, u.err);
+	return ret;
+}
+
+FIXTURE(submit) {
+	int kq;
+	int s[2];
+	char *tx;
+};
+
+FIXTURE_SETUP(submit)
+{
+	self->kq = kevent_init();
+	ASSERT_GE(self->kq, 0);
+	ASSERT_EQ(0, kevent_tcp_pair(self->s));
+	self->tx = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->tx);
+	memset(self->tx, 'x', 4096);
+}
+
+FIXTURE_TEARDOWN(submit)
+{
+	close(self->kq);
+	close(self->s[0]);
+	close(self->s[1]);
+	EXPECT_EQ(0, kevent_wait_unpinned(SOON));
+	munmap(self->tx, 4096);
+}
+
+/*
+ * Entry 0 at the end of page 0; entry 1 starts page 1, which goes away
+ * while entry 0's request is held; entry 104, the last, lies on page 2.
+ * The call returns 1: entry 0 started and has its id; entry 1 did not
+ * start (only entry 0's 100 bytes reach the peer); entry 104 was not
+ * reached and reads -EAGAIN.
+ */
+TEST_F(submit, stops_where_its_array_went_away)
+{
+	const unsigned int nr = 105;
+	struct kevent_naio_sub *subs;
+	struct ukevent ev;
+	char *pages, got[512];
+	unsigned int i;
+
+	if (access(SUBMIT_WINDOW, W_OK))
+		SKIP(return, "no %s: a kernel without CONFIG_KEVENT_KUNIT_TEST", SUBMIT_WINDOW);
+	pages = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, pages);
+	subs = (void *)(pages + 4096 - sizeof(*subs));
+	ASSERT_LE(2 * 4096, (char *)&subs[nr - 1] - pages);
+	subs[0] = send_sub(self->s[0], self->tx, 100);
+	for (i = 1; i < nr; i++)
+		subs[i] = send_sub(self->s[0], self->tx + 100, 200);
+
+	ASSERT_EQ(1, submit_losing_a_page(_metadata, self->kq, subs, nr, pages + 4096));
+	EXPECT_LE(0, subs[0].result);
+	EXPECT_EQ(-EAGAIN, subs[nr - 1].result);
+	ASSERT_EQ(1, kevent_wait(self->kq, &ev, 1, SOON));
+	EXPECT_EQ(subs[0].result, ev.id.raw[1]);
+	EXPECT_EQ(100, ev.ret_data[0]);
+	EXPECT_EQ(0, kevent_wait(self->kq, &ev, 1, NEVER));
+	EXPECT_EQ(100, recv(self->s[1], got, sizeof(got), MSG_DONTWAIT));
+	EXPECT_EQ(0, kevent_queued(self->kq));
+	munmap(pages, 3 * 4096);
+}
+
+/*
+ * The only entry's page goes away after its request started, before its
+ * id could be written: the request runs, so the call counts it (1, not
+ * EFAULT), and its completion, which names its socket and buffer, comes.
+ */
+TEST_F(submit, counts_a_started_request_whose_id_it_could_not_write)
+{
+	struct kevent_naio_sub *subs;
+	struct ukevent ev;
+	char *page, got[512];
+
+	if (access(SUBMIT_WINDOW, W_OK))
+		SKIP(return, "no %s: a kernel without CONFIG_KEVENT_KUNIT_TEST", SUBMIT_WINDOW);
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, page);
+	subs = (void *)page;
+	subs[0] = send_sub(self->s[0], self->tx, 100);
+
+	ASSERT_EQ(1, submit_losing_a_page(_metadata, self->kq, subs, 1, page));
+	ASSERT_EQ(1, kevent_wait(self->kq, &ev, 1, SOON));
+	EXPECT_EQ(KEVENT_NAIO, ev.type);
+	EXPECT_EQ(self->s[0], ev.id.raw[0]);
+	EXPECT_EQ((unsigned long)self->tx, ev.ptr);
+	EXPECT_EQ(100, ev.ret_data[0]);
+	EXPECT_EQ(100, recv(self->s[1], got, sizeof(got), MSG_DONTWAIT));
 }
 
 TEST_HARNESS_MAIN
