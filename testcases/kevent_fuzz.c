@@ -12,7 +12,10 @@
  * and writes that make events happen; SO_ASYNC_SOCK toggles; epoll
  * instances, inotify descriptors and io_uring rings beside the queues,
  * POSIX timers that report to random slots (SIGEV_KEVENT) and are deleted
- * while their queues are closed,
+ * while their queues are closed, the wake-up chains of issue 32 (do_chain():
+ * aio poll requests and io_uring rings that signal eventfds the queues
+ * watch, signal kevents across fork and exec, posted receives whose byte
+ * numbers cross 2^32),
  * pipes, sockets, eventfds and timerfds, each watched from the others
  * (KEVENT_POLL and epoll_ctl on random slots); and closes of random
  * descriptors, queues and sockets with requests outstanding, while other
@@ -31,10 +34,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <linux/io_uring.h>
+#include <linux/aio_abi.h>
+#include <liburing.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -44,6 +49,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 
 #include "kselftest.h"
 #include "kevent_user.h"
@@ -102,7 +108,8 @@ static int allowed(enum what what, int err)
 	static const int aio[] = { EINVAL, E2BIG, EBADF, ENOTSOCK, ESOCKTNOSUPPORT, EBADFD,
 				   ENOTCONN, EOPNOTSUPP, EFAULT, ENOMEM };
 	static const int naio_done[] = { 0, ECONNRESET, EPIPE, ETIMEDOUT };
-	static const int broken[] = { EBADF, ENOENT, EIDRM };
+	/* ESRCH: a signal kevent whose process exec'd (do_chain()). */
+	static const int broken[] = { EBADF, ENOENT, EIDRM, ESRCH };
 	static const int timer[] = { EBADF, EINVAL, EEXIST, ENOSPC, ENOMEM, EAGAIN };
 	static const struct { const int *set; size_t n; } sets[] = {
 		[CTL]		= { ctl, sizeof(ctl) / sizeof(int) },
@@ -428,6 +435,9 @@ struct worker {
 	pthread_t thread;
 	timer_t timers[TIMERS];
 	int live[TIMERS];
+	aio_context_t aio;		/* 0: none */
+	struct io_uring ring;
+	bool ring_ok;
 };
 
 /*
@@ -457,6 +467,163 @@ static void do_timer(uint64_t *s, struct worker *w)
 	timer_settime(w->timers[i], 0, &its, NULL);
 }
 
+/* What the chains made: shown at the end, so a run says it built them. */
+static atomic_long chain_aio, chain_uring, chain_signal, chain_exec, chain_posted;
+
+/* Signals the chains send; main() gives each a handler that does nothing. */
+static const int chain_signals[] = { SIGUSR1, SIGUSR2, SIGALRM };
+
+static void no_op(int sig)
+{
+}
+
+/*
+ * A KEVENT_SIGNAL kevent on queue @kq for a chain signal, maybe NOMASK;
+ * checked unless @forked (a child of a threaded process takes no lock).
+ */
+static void add_signal_kevent(uint64_t *s, int kq, int sig, bool forked)
+{
+	struct ukevent uk;
+
+	memset(&uk, 0, sizeof(uk));
+	uk.type = KEVENT_SIGNAL;
+	uk.event = KEVENT_SIGNAL_RECEIVED;
+	uk.id.raw[0] = sig;
+	uk.id.raw[1] = pick(s, 2) ? KEVENT_SIGNAL_NOMASK : 0;
+	if (kevent_add(kq, &uk, 1) < 0) {
+		if (forked)
+			return;
+		if (!allowed(CTL, errno))
+			unexpected("kevent_ctl ADD of KEVENT_SIGNAL", errno);
+	} else if (!forked && uk.ret_flags & KEVENT_RET_BROKEN) {
+		if (!allowed(ENTRY, uk.ret_data[0]))
+			unexpected("a KEVENT_SIGNAL entry", uk.ret_data[0]);
+	} else if (!forked) {
+		atomic_fetch_add(&chain_signal, 1);
+	}
+}
+
+/*
+ * The chains issue 32's review built by hand, built here at random so that
+ * the next defect of their kind is found by the fuzzer: an aio poll request
+ * on any slot (a queue too) whose completion signals an eventfd
+ * (IOCB_FLAG_RESFD), and an io_uring ring with a registered eventfd and
+ * poll requests, while queues watch those eventfds (do_ctl()'s KEVENT_POLL)
+ * and epoll watches everything (do_watch()); signal kevents taken or not,
+ * raised by the thread, and added in a child that raises them and execs;
+ * posted receives whose byte numbers start just below 2^32, with ring
+ * sizes that do and do not divide it.
+ */
+static void do_chain(uint64_t *s, struct worker *w, unsigned char *buf)
+{
+	int kq = atomic_load(&slot_fd[pick(s, 4)]);
+	int sig = chain_signals[pick(s, 3)];
+
+	switch (pick(s, 5)) {
+	case 0: {
+		struct iocb cb, *p = &cb;
+		struct io_event ev[8];
+		struct timespec zero = { 0, 0 };
+
+		if (!w->aio)
+			return;
+		memset(&cb, 0, sizeof(cb));
+		cb.aio_fildes = any_fd(s);
+		cb.aio_lio_opcode = IOCB_CMD_POLL;
+		cb.aio_buf = pick(s, 2) ? POLLIN : POLLIN | POLLOUT;
+		if (pick(s, 4)) {
+			cb.aio_flags = IOCB_FLAG_RESFD;
+			cb.aio_resfd = any_fd(s);
+		}
+		if (syscall(__NR_io_submit, w->aio, 1, &p) == 1)
+			atomic_fetch_add(&chain_aio, 1);
+		syscall(__NR_io_getevents, w->aio, 0, 8, ev, &zero);
+		return;
+	}
+	case 1: {
+		struct io_uring_sqe *sqe;
+		struct io_uring_cqe *cqe;
+
+		if (!w->ring_ok)
+			return;
+		if (!pick(s, 4)) {
+			io_uring_unregister_eventfd(&w->ring);
+			io_uring_register_eventfd(&w->ring, any_fd(s));
+		}
+		sqe = io_uring_get_sqe(&w->ring);
+		if (sqe) {
+			if (pick(s, 2))
+				io_uring_prep_poll_add(sqe, any_fd(s), POLLIN);
+			else
+				io_uring_prep_poll_multishot(sqe, any_fd(s), POLLIN);
+			if (io_uring_submit(&w->ring) == 1)
+				atomic_fetch_add(&chain_uring, 1);
+		}
+		while (!io_uring_peek_cqe(&w->ring, &cqe))
+			io_uring_cqe_seen(&w->ring, cqe);
+		return;
+	}
+	case 2:
+		/* Thread-directed: no other thread's call is interrupted. */
+		if (pick(s, 2))
+			add_signal_kevent(s, kq, sig, false);
+		raise(sig);
+		return;
+	case 3: {
+		int status;
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return;
+		if (!pid) {
+			/* System calls only: the parent has other threads. */
+			add_signal_kevent(s, kq, sig, true);
+			raise(sig);
+			if (pick(s, 2))
+				execl("/bin/sh", "sh", "-c", "exit 0", (char *)NULL);
+			_exit(0);
+		}
+		if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status))
+			atomic_fetch_add(&chain_exec, 1);
+		return;
+	}
+	default: {
+		static const size_t sizes[] = { 1000, 4096, 4097, 65536 };
+		struct kevent_naio_posted *hdr;
+		size_t size = sizeof(*hdr) + sizes[pick(s, 4)];
+		int sv[2], i;
+		long ret;
+
+		/* A pair of its own, so that the stream crosses 2^32 at once. */
+		if (kevent_tcp_pair(sv))
+			return;
+		/* A header the other requests may scribble on: never trusted. */
+		hdr = (void *)(buf + BUF_SIZE / 2 + 16 * pick(s, 1024));
+		hdr->head = hdr->tail = 0xffffffffu - pick(s, 3000);
+		hdr->flags = 0;
+		ret = kevent_aio_recv(kq, sv[1], hdr, size, KEVENT_NAIO_RECV_POSTED);
+		atomic_fetch_add(&calls, 1);
+		if (ret >= 0) {
+			atomic_fetch_add(&ok_calls, 1);
+			atomic_fetch_add(&chain_posted, 1);
+		} else if (!allowed(AIO, errno)) {
+			unexpected("aio_recv(KEVENT_NAIO_RECV_POSTED)", errno);
+		}
+		fcntl(sv[0], F_SETFL, O_NONBLOCK);
+		fcntl(sv[1], F_SETFL, O_NONBLOCK);
+		(void)!write(sv[0], buf, 2000 + pick(s, 6000));
+		/* Both ends to slots that are not queues: the storm goes on with them. */
+		for (i = 0; i < 2; i++) {
+			int old = atomic_exchange(&slot_fd[4 + pick(s, SLOTS - 4)], sv[i]);
+
+			if (old >= 0)
+				close(old);
+		}
+		return;
+	}
+	}
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -468,8 +635,11 @@ static void *work(void *arg)
 	if (buf == MAP_FAILED)
 		return NULL;
 	memset(buf, 0x5a, BUF_SIZE);
+	if (syscall(__NR_io_setup, 16, &w->aio))
+		w->aio = 0;
+	w->ring_ok = !io_uring_queue_init(8, &w->ring, 0);
 	for (i = 0; i < w->count; i++) {
-		switch (pick(&s, 19)) {
+		switch (pick(&s, 21)) {
 		case 0 ... 5:
 			do_ctl(&s);
 			break;
@@ -488,6 +658,9 @@ static void *work(void *arg)
 		case 17:
 			do_timer(&s, w);
 			break;
+		case 18 ... 19:
+			do_chain(&s, w, buf);
+			break;
 		default:
 			do_sockopt(&s);
 		}
@@ -495,6 +668,10 @@ static void *work(void *arg)
 	for (i = 0; i < TIMERS; i++)
 		if (w->live[i])
 			timer_delete(w->timers[i]);
+	if (w->ring_ok)
+		io_uring_queue_exit(&w->ring);
+	if (w->aio)
+		syscall(__NR_io_destroy, w->aio);
 	/* The buffer may still be the target of requests: leave it mapped. */
 	return NULL;
 }
@@ -547,6 +724,11 @@ int main(int argc, char **argv)
 	seed = strtoull(argv[1], NULL, 0);
 	/* Writes to pipes whose reader is gone are part of the game. */
 	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < 3; i++) {
+		struct sigaction sa = { .sa_handler = no_op, .sa_flags = SA_RESTART };
+
+		sigaction(chain_signals[i], &sa, NULL);
+	}
 	count = atol(argv[2]);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ksft_print_header();
@@ -576,6 +758,12 @@ int main(int argc, char **argv)
 		       atomic_load(&calls), atomic_load(&ok_calls), atomic_load(&bad_errno));
 	if (failure[0])
 		ksft_print_msg("first: %s\n", failure);
+	ksft_print_msg("chains: %ld aio polls and %ld io_uring polls submitted, %ld signal kevents "
+		       "added, %ld children (fork, signal kevent, maybe exec) exited, "
+		       "%ld posted receives started near 2^32\n",
+		       atomic_load(&chain_aio), atomic_load(&chain_uring),
+		       atomic_load(&chain_signal), atomic_load(&chain_exec),
+		       atomic_load(&chain_posted));
 	if (atomic_load(&accept_timeouts))
 		ksft_print_msg("%ld loopback connections were not accepted within 5 s; "
 			       "the backlog dropped %lld packets meanwhile; %ld listeners' fds were "
