@@ -6,6 +6,8 @@
 #   make test                    lab driver unit tests, KUnit, the lab
 #   make deps                    install the Debian packages (or print how)
 #   make fresh-check             (root) lab-run and test in a clean Debian 12 root
+#   make suites [SUITES=suites-quick]   the kernel's own selftests and stress-ng on the
+#                                kevent kernel and without the series, compared
 #   make bench                   the benchmarks: build/bench/, docs/performance.md
 #   make lab-trace [LAB=trace] [HOST=a RUN=SUITE/PART] [EVENTS=kevent,...]
 #                                one run with tracepoints on; the trace, told as a story,
@@ -16,7 +18,8 @@
 #                                a lab in QEMU VMs that show other x86_64 CPUs (FP state sizes)
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
-#        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/.
+#        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/,
+#        PROFILE=debug (KASAN, lockdep...) or vanilla (without the series).
 
 SHELL      := /bin/bash
 TOP        := $(CURDIR)
@@ -36,9 +39,18 @@ TEST_LABS  ?= star routed crash trace reliability naio conns tools web later
 # results in build/results/debug/NAME.
 DEBUG_LABS ?= $(LAB) fuzz reliability naio conns web later
 JOBS       ?= $(shell echo $$(( $$(nproc) + 1 )))
-FRAGMENTS  := $(TOP)/uml-config/base.config $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config
+FRAGMENTS  := $(TOP)/uml-config/base.config $(TOP)/uml-config/lab.config $(TOP)/uml-config/kunit.config \
+	      $(TOP)/uml-config/kevent.config
+# The tree a profile's kernel is built from, and the stamp that says it is
+# up to date. Headers, testcases and selftests always come from $(SRC).
+KTREE      := $(SRC)
+KSTAMP     := $(B)/.series
 # PROFILE=debug builds a second kernel, with KASAN, lockdep, kmemleak and
 # object debugging (uml-config/debug.config), beside the lab one.
+# PROFILE=vanilla builds the same kernel without kevent: Linux 6.1 with only
+# the series' UML fixes (the um- patches, without which UML fails on this
+# machine), from the same fragments but kevent.config, in a worktree of
+# $(SRC); make suites runs the kernel's own test suites on both.
 PROFILE    ?= lab
 ifeq ($(PROFILE),lab)
 KERNEL     := $(B)/linux
@@ -46,25 +58,31 @@ else ifeq ($(PROFILE),debug)
 OBJ        := $(B)/obj-debug
 KERNEL     := $(B)/linux-debug
 FRAGMENTS  += $(TOP)/uml-config/debug.config
+else ifeq ($(PROFILE),vanilla)
+KTREE      := $(B)/src-vanilla
+KSTAMP     := $(B)/.series-vanilla
+OBJ        := $(B)/obj-vanilla
+KERNEL     := $(B)/linux-vanilla
+FRAGMENTS  := $(filter-out %/kevent.config,$(FRAGMENTS))
 else
-$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default) or PROFILE=debug)
+$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default), PROFILE=debug or PROFILE=vanilla)
 endif
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
 BUSYBOX    ?= /bin/busybox
 CCACHE     := $(shell command -v ccache 2>/dev/null)
-KMAKE       = $(MAKE) -C $(SRC) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
+KMAKE       = $(MAKE) -C $(KTREE) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
 # Debian's python3 (python3-pytest is installed for it), not a pyenv one.
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: all deps kernel kernel-rebuild headers testcases rootfs lab-run lab-clean kunit \
+.PHONY: all deps kernel kernel-rebuild headers testcases selftests rootfs lab-run lab-clean kunit \
 	lab-start lab-status lab-stop lab-crash lab-trace \
-	unit test bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
+	unit test suites bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
 	exercise exercises-check fresh-check cpu-check FORCE
 
 all: $(KERNEL) $(B)/rootfs.cpio
 
 help:
-	@sed -n '1,15p' Makefile
+	@sed -n '1,/^$$/p' Makefile
 
 deps:
 	@scripts/deps.sh install
@@ -96,12 +114,19 @@ $(B)/.series: $(B)/.tree $(PATCHES)
 	@scripts/apply-series.sh $(SRC) $(TOP)/kernel-patches
 	@touch $@
 
-$(OBJ)/.config: $(B)/.series $(FRAGMENTS) scripts/kernel-config.sh
-	@scripts/kernel-config.sh $(SRC) $(OBJ) $(FRAGMENTS)
+# The kernel without the series: a worktree of $(SRC) at `pristine`, with
+# only the um- patches of the series applied.
+$(B)/.series-vanilla: $(B)/.tree $(PATCHES)
+	@test -e $(KTREE)/.git || git -C $(SRC) worktree add -q --detach $(KTREE) pristine
+	@scripts/apply-series.sh $(KTREE) $(TOP)/kernel-patches um-
+	@touch $@
+
+$(OBJ)/.config: $(KSTAMP) $(FRAGMENTS) scripts/kernel-config.sh
+	@scripts/kernel-config.sh $(KTREE) $(OBJ) $(FRAGMENTS)
 
 # The kernel is rebuilt when the series or the config changed; kbuild then
 # recompiles only what those changes touch (and ccache helps after that).
-$(KERNEL): $(OBJ)/.config $(B)/.series
+$(KERNEL): $(OBJ)/.config $(KSTAMP)
 	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch)"
 	@scripts/kbuild.sh $(B)/kernel-build.log $(KMAKE) -j$(JOBS) linux
 	@ln -f $(OBJ)/linux $@
@@ -133,8 +158,18 @@ $(B)/testcases/.stamp: FORCE $(HDR)/.stamp
 
 FORCE:
 
-$(B)/rootfs.cpio: $(B)/testcases/.stamp $(KERNEL) rootfs/init rootfs/lab_trace rootfs/initramfs.list rootfs/mkinitramfs.sh
-	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@
+# The kernel's own selftests that lab suites runs (testcases/selftests.list),
+# built from the patched tree; the same programs for both kernels.
+$(B)/selftests/.stamp: testcases/selftests.list scripts/build-selftests.sh $(HDR)/.stamp
+	@rm -rf $(B)/selftests/bin
+	@scripts/build-selftests.sh $(SRC) $(HDR)/include $(B)/selftests testcases/selftests.list
+	@touch $@
+
+selftests: $(B)/selftests/.stamp
+
+$(B)/rootfs.cpio: $(B)/testcases/.stamp $(B)/selftests/.stamp $(KERNEL) rootfs/init rootfs/lab_trace \
+		rootfs/initramfs.list rootfs/mkinitramfs.sh
+	@rootfs/mkinitramfs.sh $(OBJ)/usr/gen_init_cpio $(BUSYBOX) $(B)/testcases $@ $(B)/selftests/bin
 
 rootfs: $(B)/rootfs.cpio
 
@@ -168,7 +203,7 @@ unit: | $(B)/.deps-ok
 # failed; the last line counts all of them.
 test:
 	@rm -rf $(RESULTS)/unit.xml $(RESULTS)/kunit.json $(RESULTS)/summary.json $(RESULTS)/labs \
-		$(RESULTS)/debug; \
+		$(RESULTS)/debug $(RESULTS)/suites-quick; \
 	rc=0; built=1; \
 	echo "== build"; $(MAKE) -s all || { built=0; rc=1; echo "the build failed: KUnit and the labs do not run" >&2; }; \
 	echo "== lab driver unit tests"; $(MAKE) -s unit || rc=1; \
@@ -180,6 +215,9 @@ test:
 			echo "== lab $$l"; \
 			$(MAKE) -s lab-run LAB=$$l LAB_RESULTS=$(RESULTS)/labs/$$l EXPECT=1 || rc=1; \
 		done; \
+		echo "== the kernel's own suites, quick part (lab suites-quick): with and without the series"; \
+		$(MAKE) -s suites SUITES=suites-quick SUITES_RESULTS=$(RESULTS)/suites-quick \
+			COMPARE_RESULTS=$(RESULTS)/labs/suites-quick || rc=1; \
 		echo "== exercises: reference solutions pass, starters fail as recorded"; \
 		$(MAKE) -s exercises-check || rc=1; \
 		echo "== debug kernel (KASAN, lockdep, kmemleak, debug objects)"; \
@@ -194,6 +232,34 @@ test:
 		scripts/cpu-check.sh --results $(RESULTS)/labs || rc=1; \
 	fi; \
 	$(PYTHON) lab/labctl total --results $(RESULTS) || rc=1; \
+	exit $$rc
+
+# ---- the kernel's own suites ---------------------------------------------------
+# make suites: the kernel's selftests of what the series touches and
+# stress-ng's event and network stressors (lab suites), run on the kevent
+# kernel and on the same kernel without the series (PROFILE=vanilla), then
+# compared test by test: a verdict that differs fails (labctl compare).
+# SUITES=suites-quick is the short part that make test runs. The runs go to
+# SUITES_RESULTS/kevent and /vanilla, the comparison to COMPARE_RESULTS.
+SUITES          ?= suites
+SUITES_RESULTS  ?= $(RESULTS)/suites/$(SUITES)
+COMPARE_RESULTS ?= $(SUITES_RESULTS)/compare
+
+suites:
+	@$(MAKE) -s all PROFILE=lab && $(MAKE) -s kernel PROFILE=vanilla
+	@rc=0; \
+	for side in kevent vanilla; do \
+		kernel=$(B)/linux; [ $$side = kevent ] || kernel=$(B)/linux-vanilla; \
+		echo "== lab $(SUITES) on the $$side kernel ($$kernel)"; \
+		rm -rf $(SUITES_RESULTS)/$$side; mkdir -p $(SUITES_RESULTS); \
+		$(PYTHON) lab/labctl run --lab $(SUITES) --kernel $$kernel --rootfs $(B)/rootfs.cpio \
+			--results $(SUITES_RESULTS)/$$side 2>&1 | tee $(SUITES_RESULTS)/$$side.log | \
+			grep --line-buffered '^\[lab '; \
+		echo "   $$(tail -n 1 $(SUITES_RESULTS)/$$side.log) on its own (the same on both kernels is no failure)"; \
+	done; \
+	echo "== lab $(SUITES): the two kernels compared, test by test"; \
+	$(PYTHON) lab/labctl compare --lab $(SUITES) --kevent $(SUITES_RESULTS)/kevent \
+		--vanilla $(SUITES_RESULTS)/vanilla --results $(COMPARE_RESULTS) || rc=1; \
 	exit $$rc
 
 # ---- exercises (docs/exercises/) --------------------------------------------

@@ -1,10 +1,13 @@
 #!/bin/sh
-# mkinitramfs.sh GEN_INIT_CPIO BUSYBOX TESTCASES_DIR OUTPUT
+# mkinitramfs.sh GEN_INIT_CPIO BUSYBOX TESTCASES_DIR OUTPUT [MORE_DIR...]
 #
+# Every executable of TESTCASES_DIR (and of each MORE_DIR: the kernel's own
+# selftests) goes into /opt/kevent.
 # Packs the guest root without root privileges: gen_init_cpio takes owners
 # and modes from the list, so nothing is ever chowned or mounted.
 set -eu
 gen=$1 busybox=$2 tests=$3 out=$4
+shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 
 [ -x "$gen" ] || { echo "mkinitramfs: no gen_init_cpio at $gen (build the kernel first)" >&2; exit 1; }
@@ -21,7 +24,7 @@ sed -e "s|@BUSYBOX@|$busybox|" -e "s|@ROOTFS@|$here|" "$here/initramfs.list" > "
 # ELF (an exercise's text answer) go in as they are.
 stripped=$(mktemp -d "${TMPDIR:-/tmp}/kevent-rootfs.XXXXXX")
 trap 'rm -rf "$stripped"' EXIT
-for t in "$tests"/*; do
+for t in "$tests"/* $(for d in "$@"; do echo "$d"/*; done); do
 	[ -f "$t" ] && [ -x "$t" ] || continue
 	name=$(basename "$t")
 	strip --strip-debug -o "$stripped/$name" "$t" 2>/dev/null || cp "$t" "$stripped/$name"

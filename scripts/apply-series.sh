@@ -1,13 +1,15 @@
 #!/bin/sh
-# apply-series.sh SRC PATCHDIR
+# apply-series.sh SRC PATCHDIR [KIND]
 #
 # Makes the work tree of SRC (see kernel-tree.sh) equal to `pristine` plus
-# every patch in PATCHDIR/series, in order. The patched tree is computed in
+# every patch in PATCHDIR/series, in order; with KIND (um-), only the
+# patches whose name says they are of that kind (NNNN-um-...): the kernel
+# without kevent that PROFILE=vanilla builds. The patched tree is computed in
 # a scratch index first, so a patch that does not apply changes nothing;
 # then only the files whose content differs are rewritten, which keeps the
 # timestamps of everything else and lets kbuild rebuild incrementally.
 set -eu
-src=$1 pdir=$(cd "$2" && pwd)
+src=$1 pdir=$(cd "$2" && pwd) kind=${3:-}
 cd "$src"
 
 if ! git diff --quiet; then
@@ -22,6 +24,7 @@ GIT_INDEX_FILE=$scratch git read-tree pristine
 n=0
 for p in $(sed -e 's/#.*//' "$pdir/series"); do
 	case $p in -*) continue;; esac
+	[ -z "$kind" ] || case ${p#[0-9][0-9][0-9][0-9]-} in "$kind"*) ;; *) continue;; esac
 	if ! GIT_INDEX_FILE=$scratch git apply --cached --whitespace=nowarn "$pdir/$p"; then
 		echo "apply-series: $p does not apply on top of the patches before it" >&2
 		rm -f "$scratch"
@@ -45,4 +48,4 @@ if [ "$current" != "$tree" ] && [ -f "$record" ] && [ "$current" != "$(cat "$rec
 fi
 git read-tree -m -u "$tree"
 echo "$tree" > "$record"
-echo "  SERIES  $n patches applied"
+echo "  SERIES  $n patches applied${kind:+ (the $kind ones only) in $src}"

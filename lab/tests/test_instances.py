@@ -226,3 +226,23 @@ def test_labctl_check_refuses_an_unknown_program(tmp_path, monkeypatch):
     for lab in sorted((LAB_DIR / 'labs').iterdir()):
         if (lab / 'lab.conf').exists():
             assert labctl('check', lab.name).returncode == 0, lab.name
+
+
+def test_labctl_check_looks_at_the_program_ksft_run_runs():
+    """A misspelt selftest behind ksft_run would fail alike on both kernels
+    of lab suites, so the comparison would never show it: check refuses it."""
+    from kevent_lab import programs, topology
+    import pytest
+    top = LAB_DIR.parent
+    ok = topology.parse('host a\nrun a e -- ksft_run -- epoll_wakeup_test\n'
+                        'run a s -- ksft_run --chdir /opt/kevent -- sh short_splice_read.sh\n', name='x')
+    programs.check(ok, top, 'lab.conf')
+    for line, why in (('ksft_run -- epoll_wakeup_tset', 'did you mean epoll_wakeup_test'),
+                      ('ksft_run epoll_wakeup_test', 'needs -- PROGRAM'),
+                      # This machine's programs only where the host has tools.
+                      ('ksft_run -- python3 -c 1', "no program 'python3'")):
+        topo = topology.parse(f'host a\nrun a e -- {line}\n', name='x')
+        with pytest.raises(topology.TopologyError, match=why):
+            programs.check(topo, top, 'lab.conf')
+    tools = topology.parse('host a tools\nrun a e -- ksft_run -- python3 -c 1\n', name='x')
+    programs.check(tools, top, 'lab.conf')

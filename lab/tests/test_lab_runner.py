@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_testcase
 from kevent_lab import ktap
 
 TOP = Path(__file__).resolve().parents[2]
@@ -14,12 +15,7 @@ TOP = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope='module')
 def runner(tmp_path_factory):
-    if not shutil.which('gcc'):
-        pytest.skip('no gcc')
-    out = tmp_path_factory.mktemp('runner') / 'lab_runner'
-    subprocess.run(['gcc', '-O2', '-Wall', '-o', str(out), str(TOP / 'testcases' / 'lab_runner.c')],
-                   check=True)
-    return out
+    return build_testcase(tmp_path_factory, 'lab_runner')
 
 
 def run_prog(runner, tmp_path, script, timeout=5, extra=()):
