@@ -16,10 +16,13 @@
 #   make exercise EX=NN [ANSWER=file]   check an answer to docs/exercises/NN-*.md
 #   make cpu-check [LAB=cpu] [CPUS="Nehalem SandyBridge max"] [KVM=1]
 #                                a lab in QEMU VMs that show other x86_64 CPUs (FP state sizes)
+#   make smp-check               the series for x86_64 on 4 CPUs with preemption (QEMU):
+#                                lockdep+KASAN and KCSAN kernels, lab smp, a removed fix caught
 #
 # Knobs: KSRC=<linux-6.1 tree> instead of Debian's linux-source-6.1,
 #        JOBS=<n> for the kernel build, LAB=<name> from lab/labs/,
-#        PROFILE=debug (KASAN, lockdep...) or vanilla (without the series).
+#        PROFILE=debug (KASAN, lockdep...) or vanilla (without the series),
+#        smp or smp-kcsan (x86_64 kernels for QEMU, make smp-check).
 
 SHELL      := /bin/bash
 TOP        := $(CURDIR)
@@ -64,20 +67,43 @@ KSTAMP     := $(B)/.series-vanilla
 OBJ        := $(B)/obj-vanilla
 KERNEL     := $(B)/linux-vanilla
 FRAGMENTS  := $(filter-out %/kevent.config,$(FRAGMENTS))
+else ifeq ($(PROFILE),smp)
+# The multiprocessor check (make smp-check): the series built for x86_64
+# with preemption, booted by QEMU on several CPUs; lockdep, KASAN, PROVE_RCU
+# and DEBUG_ATOMIC_SLEEP (uml-config/x86-lockdep.config). objtool needs
+# libelf-dev, which make deps installs.
+OBJ        := $(B)/obj-smp
+KERNEL     := $(B)/bzImage-smp
+else ifeq ($(PROFILE),smp-kcsan)
+# The same with KCSAN, which excludes KASAN (uml-config/x86-kcsan.config).
+OBJ        := $(B)/obj-smp-kcsan
+KERNEL     := $(B)/bzImage-smp-kcsan
 else
-$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default), PROFILE=debug or PROFILE=vanilla)
+$(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default), PROFILE=debug, PROFILE=vanilla, PROFILE=smp or PROFILE=smp-kcsan)
+endif
+# UML unless the profile is one of the x86_64 kernels of make smp-check.
+ifneq ($(filter smp%,$(PROFILE)),)
+KARCH      := x86_64
+KTARGET    := bzImage
+KIMAGE     := $(OBJ)/arch/x86/boot/bzImage
+FRAGMENTS  := $(TOP)/uml-config/x86-smp.config $(TOP)/uml-config/kunit.config $(TOP)/uml-config/kevent.config \
+	      $(TOP)/uml-config/x86-$(if $(filter smp-kcsan,$(PROFILE)),kcsan,lockdep).config
+else
+KARCH      := um
+KTARGET    := linux
+KIMAGE     := $(OBJ)/linux
 endif
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
 BUSYBOX    ?= /bin/busybox
 CCACHE     := $(shell command -v ccache 2>/dev/null)
-KMAKE       = $(MAKE) -C $(KTREE) O=$(OBJ) ARCH=um $(if $(CCACHE),CC="ccache gcc")
+KMAKE       = $(MAKE) -C $(KTREE) O=$(OBJ) ARCH=$(KARCH) $(if $(CCACHE),CC="ccache gcc")
 # Debian's python3 (python3-pytest is installed for it), not a pyenv one.
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
 .PHONY: all deps kernel kernel-rebuild headers testcases selftests rootfs lab-run lab-clean kunit \
 	lab-start lab-status lab-stop lab-crash lab-trace \
 	unit test suites bench bench-smoke kernel-dev kernel-export series-prefixes checkpatch clean distclean help \
-	exercise exercises-check fresh-check cpu-check FORCE
+	exercise exercises-check fresh-check cpu-check smp-check FORCE
 
 all: $(KERNEL) $(B)/rootfs.cpio
 
@@ -122,21 +148,21 @@ $(B)/.series-vanilla: $(B)/.tree $(PATCHES)
 	@touch $@
 
 $(OBJ)/.config: $(KSTAMP) $(FRAGMENTS) scripts/kernel-config.sh
-	@scripts/kernel-config.sh $(KTREE) $(OBJ) $(FRAGMENTS)
+	@KARCH=$(KARCH) scripts/kernel-config.sh $(KTREE) $(OBJ) $(FRAGMENTS)
 
 # The kernel is rebuilt when the series or the config changed; kbuild then
 # recompiles only what those changes touch (and ccache helps after that).
 $(KERNEL): $(OBJ)/.config $(KSTAMP)
-	@echo "  KERNEL  make ARCH=um linux (a few minutes from scratch)"
-	@scripts/kbuild.sh $(B)/kernel-build.log $(KMAKE) -j$(JOBS) linux
-	@ln -f $(OBJ)/linux $@
+	@echo "  KERNEL  make ARCH=$(KARCH) $(KTARGET) (a few minutes from scratch)"
+	@scripts/kbuild.sh $(B)/kernel-build$(if $(filter-out lab,$(PROFILE)),-$(PROFILE)).log $(KMAKE) -j$(JOBS) $(KTARGET)
+	@ln -f $(KIMAGE) $@
 
 kernel: $(KERNEL)
 
 # After editing build/src by hand: rebuild without the dependency shortcut.
 kernel-rebuild: $(OBJ)/.config
-	$(KMAKE) -j$(JOBS) linux
-	ln -f $(OBJ)/linux $(KERNEL)
+	$(KMAKE) -j$(JOBS) $(KTARGET)
+	ln -f $(KIMAGE) $(KERNEL)
 
 # The uapi headers of the patched tree, for the testcases.
 $(HDR)/.stamp: $(B)/.series
@@ -227,6 +253,8 @@ test:
 				$(MAKE) -s lab-run PROFILE=debug LAB=$$l LAB_RESULTS=$(RESULTS)/debug/$$l || rc=1; \
 			done; \
 		else rc=1; echo "the debug kernel did not build: its labs do not run" >&2; fi; \
+		echo "== lab smp: the series for x86_64 on 4 CPUs with preemption, lockdep and KASAN (QEMU)"; \
+		$(MAKE) -s lab-run PROFILE=smp LAB=smp LAB_RESULTS=$(RESULTS)/labs/smp || rc=1; \
 		echo "== benchmarks at smoke sizes (lab bench-smoke)"; $(MAKE) -s bench-smoke || rc=1; \
 		echo "== lab cpu on other x86_64 CPUs: Nehalem, SandyBridge, max (QEMU, emulated; scripts/cpu-check.sh)"; \
 		scripts/cpu-check.sh --results $(RESULTS)/labs || rc=1; \
@@ -260,6 +288,26 @@ suites:
 	echo "== lab $(SUITES): the two kernels compared, test by test"; \
 	$(PYTHON) lab/labctl compare --lab $(SUITES) --kevent $(SUITES_RESULTS)/kevent \
 		--vanilla $(SUITES_RESULTS)/vanilla --results $(COMPARE_RESULTS) || rc=1; \
+	exit $$rc
+
+# ---- the multiprocessor check (issue 33) ---------------------------------------
+# make smp-check: the series built for x86_64 with kernel preemption and
+# booted by QEMU on four CPUs (TCG; docs/lab.md, "The multiprocessor
+# check"), lab smp on two kernels: PROFILE=smp (lockdep, KASAN, PROVE_RCU,
+# DEBUG_ATOMIC_SLEEP) and PROFILE=smp-kcsan (KCSAN). Then the proof that
+# the check sees a race: the series with an earlier race fix taken out,
+# in a scratch tree, must fail lab smp-proof (scripts/smp-fix-removed.sh).
+# make test runs lab smp on the lockdep/KASAN kernel.
+SMP_RESULTS ?= $(RESULTS)/smp
+
+smp-check: | $(B)/.deps-ok
+	@rc=0; \
+	for p in smp smp-kcsan; do \
+		echo "== lab smp, PROFILE=$$p: the x86_64 kernel on 4 CPUs in QEMU"; \
+		$(MAKE) -s lab-run PROFILE=$$p LAB=smp LAB_RESULTS=$(SMP_RESULTS)/$$p || rc=1; \
+	done; \
+	echo "== the check sees a race: the series without an earlier race fix must fail"; \
+	scripts/smp-fix-removed.sh --results $(SMP_RESULTS)/fix-removed || rc=1; \
 	exit $$rc
 
 # ---- exercises (docs/exercises/) --------------------------------------------

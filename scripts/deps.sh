@@ -8,7 +8,7 @@ set -eu
 PKGS="gcc make libc6-dev flex bison bc perl git xz-utils python3 python3-pytest
 linux-source-6.1 libvdeplug-dev vde2 vdeplug libvdeplug-slirp busybox-static ccache procps e2fsprogs rsync
 liburing-dev util-linux tcpdump strace curl nginx-light wrk qemu-system-x86
-stress-ng"
+stress-ng libelf-dev"
 
 missing() {
 	for p in $PKGS; do

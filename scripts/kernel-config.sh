@@ -1,11 +1,12 @@
 #!/bin/sh
-# kernel-config.sh SRC OBJ FRAGMENT...
+# [KARCH=x86_64] kernel-config.sh SRC OBJ FRAGMENT...
 #
 # The kernel's merge_config.sh -n: the fragments (uml-config/base.config
 # first) merged into one file, which `make ARCH=um allnoconfig` takes as
 # its starting point (KCONFIG_ALLCONFIG), so that everything the fragments
 # do not ask for is left out, the way kunit.py builds from a small
-# kunitconfig. Then a check that every option the fragments ask for made
+# kunitconfig. KARCH is the kernel's ARCH: um (the default), or x86_64 for
+# the kernels of make smp-check. Then a check that every option the fragments ask for made
 # it into the final .config (merge_config.sh only warns).
 set -eu
 src=$(cd "$1" && pwd)
@@ -15,7 +16,7 @@ shift 2
 frags=""
 for f in "$@"; do frags="$frags $(cd "$(dirname "$f")" && pwd)/$(basename "$f")"; done
 # shellcheck disable=SC2086
-(cd "$src" && ARCH=um scripts/kconfig/merge_config.sh -n -O "$obj" $frags) >"$obj/merge_config.log" 2>&1 ||
+(cd "$src" && ARCH=${KARCH:-um} scripts/kconfig/merge_config.sh -n -O "$obj" $frags) >"$obj/merge_config.log" 2>&1 ||
 	{ tail -20 "$obj/merge_config.log" >&2; echo "kernel-config: merge_config.sh failed; see $obj/merge_config.log" >&2; exit 1; }
 bad=0
 for f in "$@"; do

@@ -79,6 +79,25 @@ static int all_asleep(struct sleeper *s, int n)
 }
 
 /*
+ * The voluntary context switches of the sleepers: @exact, the sleeps and
+ * wake-ups of the queue, on one CPU. On several CPUs the @woken threads
+ * that a wake-up sets running at once also take the queue's mutex at once
+ * to harvest, and one may sleep on it while another holds it: up to
+ * @woken - 1 more switches, none of them a wake-up by the queue (lab smp
+ * of make smp-check saw 9 for 8 here).
+ */
+static void expect_switches(struct __test_metadata *_metadata, long exact, int woken,
+			    long switches)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) == 1) {
+		EXPECT_EQ(exact, switches);
+		return;
+	}
+	EXPECT_LE(exact, switches);
+	EXPECT_GE(exact + (woken > 1 ? woken - 1 : 0), switches);
+}
+
+/*
  * THREADS threads wait on one queue; one oneshot timer with @req_flags
  * fires once. Returns how many threads got it and, in @switches, the
  * voluntary context switches of all of them.
@@ -129,7 +148,7 @@ TEST(wakeup_all_wakes_every_sleeper)
 
 	EXPECT_EQ(1, one_event(_metadata, KEVENT_REQ_WAKEUP_ALL, &switches));
 	/* Seven of them woken for nothing, asleep again until their timeout. */
-	EXPECT_EQ(2 * THREADS - 1, switches);
+	expect_switches(_metadata, 2 * THREADS - 1, THREADS, switches);
 }
 
 /* Events ready one after another go to different sleepers, none lost. */
@@ -159,7 +178,7 @@ TEST(each_event_wakes_another_sleeper)
 		switches += s[i].switches;
 	}
 	EXPECT_EQ(4, got);
-	EXPECT_EQ(THREADS, switches);
+	expect_switches(_metadata, THREADS, got, switches);
 	EXPECT_EQ(0, kevent_ready(kq));
 	close(kq);
 }

@@ -26,6 +26,18 @@ DEBUG_EXTRA = 96 << 20
 KASAN_SYMBOL = b'\0kasan_report\0'
 
 
+def is_x86_image(kernel: Path) -> bool:
+    """True if @kernel is an x86 boot image (a bzImage: `HdrS` at 0x202,
+    the boot protocol's header), which QEMU boots (qemu_host.py); a UML
+    kernel is an ELF program."""
+    try:
+        with open(kernel, 'rb') as f:
+            f.seek(0x202)
+            return f.read(4) == b'HdrS'
+    except OSError:
+        return False
+
+
 def mem_extra(kernel: Path) -> int:
     """Bytes to add to each host's mem= for @kernel: DEBUG_EXTRA for a
     KASAN kernel, 0 for any other (or for a file that is no ELF)."""

@@ -22,6 +22,9 @@ MAX_MEM = 4 << 30
 MAX_DISK = 64 << 30
 MIN_DISK = 8 << 20          # mkfs.ext4 wants room for its journal
 MAX_HOSTS = 32
+# CPUs of a host that QEMU runs (smp=N; a UML host has one): the x86_64
+# kernel of make smp-check is built with NR_CPUS=8.
+MAX_SMP = 8
 # A run without timeout= ends this long before its host's timeout at the
 # latest, so that lab_runner, not the host's killer, records how it ended.
 RUN_TIMEOUT = 120
@@ -113,6 +116,7 @@ class Host:
     timeout: int = 300
     disk: str = ''          # size of an ext4 disk at /dev/ubda, mounted on /mnt/disk
     cpu: int | None = None  # the CPU the host's UML processes are pinned to (benchmarks)
+    smp: int = 1            # CPUs of a host whose kernel QEMU boots (an x86_64 one: qemu_host.py)
     forward: bool = False   # routes IPv4 between its interfaces
     tools: bool = False     # sees this machine's root read-only at /host (machine_tools.py)
     uplink: str = ''        # the interface on a slirp uplink, or ''
@@ -244,7 +248,7 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
             if hname in hosts:
                 err(f'host {hname!r} is declared twice')
             opts = _options(args[1:], {'mem': 'SIZE', 'timeout': 'SECONDS', 'disk': 'SIZE',
-                                       'cpu': 'N', 'forward': '', 'tools': ''}, err)
+                                       'cpu': 'N', 'smp': 'N', 'forward': '', 'tools': ''}, err)
             host = Host(hname, forward='forward' in opts, tools='tools' in opts)
             if len(hosts) == MAX_HOSTS:
                 err(f'a lab has at most {MAX_HOSTS} hosts')
@@ -264,6 +268,11 @@ def parse(text: str, path: str = '<lab.conf>', name: str = 'lab') -> Topology:
                 if cpu is None or cpu > 1023:
                     err(f'cpu must be a CPU number 0..1023, not {opts["cpu"][0]!r}')
                 host.cpu = cpu
+            if 'smp' in opts:
+                smp = number(opts['smp'][0])
+                if smp is None or not 1 <= smp <= MAX_SMP:
+                    err(f'smp must be 1..{MAX_SMP} CPUs, not {opts["smp"][0]!r}')
+                host.smp = smp
             hosts[hname] = host
 
         elif keyword == 'link':

@@ -293,14 +293,19 @@ def test_runs_drop_root_unless_they_say_root(monkeypatch):
 
 def test_only_the_programs_that_need_root_have_it():
     """Every shipped run is unprivileged but those that mount, write sysctls,
-    crash the kernel, read /proc/timer_list, switch users themselves or
-    give a child a pid back."""
+    crash the kernel, read /proc/timer_list (kevent_reliability_test and
+    kevent_smp_race_test: no timer left armed), write vm.stat_refresh for
+    exact pin counts on several CPUs (naio_xfer in lab smp), switch users themselves or
+    give a child a pid back, and the kernel's own selftests and stress-ng
+    (ksft_run, labs suites and suites-quick), which expect root as they do
+    on any kernel (ptrace of other users, setns, sysctls)."""
     labs = Path(__file__).resolve().parents[1] / 'labs'
     root = sorted({r.argv[0] for conf in labs.glob('*/lab.conf')
                    for h in topology.load(conf).hosts.values() for r in h.runs if not r.user})
     assert root == ['ex01_uses_kevent', 'ex02_check', 'ex03_check', 'ex04_servers',
                     'kevent_limits_test', 'kevent_naio_test', 'kevent_posix_timer_test',
-                    'kevent_reliability_test', 'sysrq_crash']
+                    'kevent_reliability_test', 'kevent_smp_race_test', 'ksft_run', 'naio_xfer',
+                    'sysrq_crash']
 
 
 def test_exercise_answers_run_as_a_user_of_their_own(monkeypatch):

@@ -643,7 +643,23 @@ static inline long long kevent_vmstat(const char *name)
 {
 	char line[128], key[64];
 	long long v, found = -1;
-	FILE *f = fopen("/proc/vmstat", "r");
+	FILE *f;
+	int fd;
+
+	/*
+	 * Each CPU keeps a delta of its own of every counter and adds it to
+	 * /proc/vmstat only past a threshold (tens of pages with four CPUs):
+	 * on several CPUs the pin counters are exact only after
+	 * vm.stat_refresh folds those deltas in, which root may ask for. On
+	 * one CPU (UML) acquiring and releasing happen on the same CPU.
+	 */
+	fd = open("/proc/sys/vm/stat_refresh", O_WRONLY);
+	if (fd >= 0) {
+		/* If it fails, the counters are as exact as they are. */
+		(void)!write(fd, "1", 1);
+		close(fd);
+	}
+	f = fopen("/proc/vmstat", "r");
 
 	if (!f)
 		return -1;
