@@ -306,6 +306,8 @@ smp-check: | $(B)/.deps-ok
 		echo "== lab smp, PROFILE=$$p: the x86_64 kernel on 4 CPUs in QEMU"; \
 		$(MAKE) -s lab-run PROFILE=$$p LAB=smp LAB_RESULTS=$(SMP_RESULTS)/$$p || rc=1; \
 	done; \
+	grep -a -q 'kcsan: enabled early' $(SMP_RESULTS)/smp-kcsan/s.console.log || \
+		{ rc=1; echo "smp-check: the KCSAN kernel never said 'kcsan: enabled early': it checked nothing" >&2; }; \
 	echo "== the check sees a race: the series without an earlier race fix must fail"; \
 	scripts/smp-fix-removed.sh --results $(SMP_RESULTS)/fix-removed || rc=1; \
 	exit $$rc
