@@ -62,7 +62,9 @@ def argv(kernel: Path, rootfs: Path, host: Host, own_dir: Path | None, accel: st
     # interrupts: under emulation the _PRT method of QEMU's ACPI tables ran
     # into the AML interpreter's 30 s loop timeout, and the virtio devices
     # got no interrupt (uml-config/x86-smp.config).
-    append = ['console=ttyS0', 'pci=noacpi', 'panic=-1', 'no_hash_pointers', 'LAB_END=reboot',
+    # oops=panic: a kernel that oopsed goes no further (a UML host goes on,
+    # its console check fails all the same); panic=-1 ends the host at once.
+    append = ['console=ttyS0', 'pci=noacpi', 'oops=panic', 'panic=-1', 'no_hash_pointers', 'LAB_END=reboot',
               f'LAB_HOST={host.name}']
     share = []
     if own_dir is not None:
