@@ -23,7 +23,8 @@ import re
 from . import guest_text
 
 RULE = re.compile(r'^(\[[ 0-9.]{1,20}\] )?={40,}$')
-HEADER = re.compile(r'BUG: KCSAN: ([a-z-]{1,40} in .{1,300})$')
+# `data-race in A / B`, `assert: race in A / B`, `race at unknown origin...`
+HEADER = re.compile(r'BUG: KCSAN: (.{1,300})$')
 # kevent's own code: its functions are kevent_*, and its system calls, whose
 # stacks name the call (__do_sys_aio_send, __x64_sys_kevent_ctl). Only the
 # functions count, in the header and in the stacks (` kevent_ready+0x5a/0x140`),
