@@ -32,6 +32,8 @@ HEADER = re.compile(r'BUG: KCSAN: (.{1,300})$')
 KEVENT_CODE = re.compile(r'(^|_)(kevent|sys_aio_(send|recv|sendfile|submit)(\b|_))')
 FRAME = re.compile(r'^(\[[ 0-9.]{1,20}\] )? ([A-Za-z0-9_.]{1,128})\+0x[0-9a-f]{1,16}/0x[0-9a-f]{1,16}')
 IN_FUNCTIONS = re.compile(r'in ([A-Za-z0-9_.]{1,128})( / ([A-Za-z0-9_.]{1,128}))?$')
+# The header comes at most this many lines after the opening rule.
+HEADER_WITHIN = 8
 # No report is longer: a block without its closing rule ends here.
 MAX_BLOCK = 200
 
@@ -76,7 +78,9 @@ def _functions(block: list[str]) -> list[str]:
 def _report_end(lines: list[str], start: int) -> int | None:
     """The index after the closing rule of a KCSAN report that opens at
     @start, or None if no KCSAN report opens there."""
-    if start + 1 >= len(lines) or not HEADER.search(lines[start + 1]):
+    # Other CPUs' messages may come between the rule and the header
+    # (`test_basic-torture: access_thread is stopping`).
+    if not any(HEADER.search(line) for line in lines[start + 1:start + 1 + HEADER_WITHIN]):
         return None
     for j in range(start + 2, min(len(lines), start + MAX_BLOCK)):
         if RULE.match(lines[j]):

@@ -89,7 +89,7 @@ def test_a_console_without_kcsan_is_unchanged():
 def test_a_foreign_kcsan_report_alone_leaves_the_console_clean(tmp_path):
     lines = (GOLDEN / 'console_kcsan.log').read_text().splitlines()
     console = tmp_path / 's.console.log'
-    console.write_text('\n'.join(lines[:23] + lines[-1:]) + '\n')
+    console.write_text('\n'.join(lines[:24] + lines[-1:]) + '\n')
     hr = run.HostRun(Host('s'), console, userspace_s=1.0, ended_s=2.0)
     result = run.collect_host(hr, tmp_path)
     by_name = {t.name: t for t in result.tests}
