@@ -292,22 +292,6 @@ TEST(wait_output_read_only_is_efault_and_loses_nothing)
 	close(kq);
 }
 
-/* How many hrtimers of kevent are queued now, from /proc/timer_list. */
-static int kevent_timers_armed(void)
-{
-	FILE *f = fopen("/proc/timer_list", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "kevent_timer_fire"))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /*
  * Finding 5: a periodic timer re-armed itself in hard-irq context every
  * period whether or not anyone read its events: a queue of 65536 timers of

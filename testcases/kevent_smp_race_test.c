@@ -2383,22 +2383,6 @@ static void *t_churn(void *arg)
 	return NULL;
 }
 
-/* kevent's hrtimers queued now, from /proc/timer_list; -1 if unreadable. */
-static int kevent_timers_armed(void)
-{
-	FILE *f = fopen("/proc/timer_list", "r");
-	char line[512];
-	int n = 0;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "kevent_timer_fire"))
-			n++;
-	fclose(f);
-	return n;
-}
-
 /*
  * Guards 0003's timer teardown: ->dequeue() cancels the hrtimer and waits
  * out a running kevent_timer_fire() before the kevent is freed, a timer
