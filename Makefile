@@ -81,6 +81,8 @@ KERNEL     := $(B)/bzImage-smp-kcsan
 else
 $(error PROFILE=$(PROFILE) is not a profile: use PROFILE=lab (the default), PROFILE=debug, PROFILE=vanilla, PROFILE=smp or PROFILE=smp-kcsan)
 endif
+# The kernel build's log (scripts/smp-fix-removed.sh names its own).
+KLOG       ?= $(B)/kernel-build$(if $(filter-out lab,$(PROFILE)),-$(PROFILE)).log
 # UML unless the profile is one of the x86_64 kernels of make smp-check.
 ifneq ($(filter smp%,$(PROFILE)),)
 KARCH      := x86_64
@@ -154,7 +156,7 @@ $(OBJ)/.config: $(KSTAMP) $(FRAGMENTS) scripts/kernel-config.sh
 # recompiles only what those changes touch (and ccache helps after that).
 $(KERNEL): $(OBJ)/.config $(KSTAMP)
 	@echo "  KERNEL  make ARCH=$(KARCH) $(KTARGET) (a few minutes from scratch)"
-	@scripts/kbuild.sh $(B)/kernel-build$(if $(filter-out lab,$(PROFILE)),-$(PROFILE)).log $(KMAKE) -j$(JOBS) $(KTARGET)
+	@scripts/kbuild.sh $(KLOG) $(KMAKE) -j$(JOBS) $(KTARGET)
 	@ln -f $(KIMAGE) $@
 
 kernel: $(KERNEL)

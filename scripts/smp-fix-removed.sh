@@ -43,14 +43,11 @@ scripts/apply-series.sh "$scratch" kernel-patches
 	{ echo "smp-fix-removed: $patch does not apply on top of the series" >&2; exit 1; }
 
 echo "== the lockdep/KASAN kernel of make smp-check, without the fix"
-frags="uml-config/x86-smp.config uml-config/kunit.config uml-config/kevent.config uml-config/x86-lockdep.config"
-# shellcheck disable=SC2086
-KARCH=x86_64 scripts/kernel-config.sh "$scratch" "$obj" $frags
-cc=gcc
-! command -v ccache >/dev/null || cc="ccache gcc"
-scripts/kbuild.sh "$B/kernel-build-smp-fix-removed.log" \
-	make -C "$scratch" O="$obj" ARCH=x86_64 CC="$cc" -j"$(( $(nproc) + 1 ))" bzImage
-ln -f "$obj/arch/x86/boot/bzImage" "$kernel"
+# The Makefile's own PROFILE=smp build (its fragments, ccache, progress),
+# pointed at the scratch tree and a build directory and image of its own.
+touch "$B/.series-fix-removed"
+make -s kernel PROFILE=smp KTREE="$scratch" KSTAMP="$B/.series-fix-removed" OBJ="$obj" \
+	KERNEL="$kernel" KLOG="$B/kernel-build-smp-fix-removed.log"
 # The tree goes back to the series, so that nothing reads the scratch edit later.
 git -C "$scratch" checkout -q -- .
 
