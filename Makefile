@@ -97,7 +97,9 @@ KIMAGE     := $(OBJ)/linux
 endif
 PATCHES    := $(TOP)/kernel-patches/series $(wildcard $(TOP)/kernel-patches/*.patch)
 BUSYBOX    ?= /bin/busybox
-CCACHE     := $(shell command -v ccache 2>/dev/null)
+# Looked up when a recipe runs, not when make starts: on a fresh machine
+# ccache arrives with `deps.sh ensure`, a prerequisite of the first build.
+CCACHE      = $(shell command -v ccache 2>/dev/null)
 KMAKE       = $(MAKE) -C $(KTREE) O=$(OBJ) ARCH=$(KARCH) $(if $(CCACHE),CC="ccache gcc")
 # Debian's python3 (python3-pytest is installed for it), not a pyenv one.
 PYTHON     ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)

@@ -1063,4 +1063,119 @@ TEST_F(naio, sendfile_of_non_regular_file_is_einval)
 	expect_naio_works(_metadata, self);
 }
 
+/*
+ * A send of at most KEVENT_NAIO_COPY_MAX bytes is copied when it starts:
+ * the buffer may change at once, and when nothing of the socket's is ahead
+ * of it the call sends it itself, so that its completion is ready when the
+ * call returns.
+ */
+TEST_F(naio, small_send_is_copied_and_done_when_the_call_returns)
+{
+	struct ukevent ev;
+	long id;
+
+	fill(self->tx, 5, 0, KEVENT_NAIO_COPY_MAX);
+	id = kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX, 0);
+	ASSERT_GE(id, 0);
+	memset(self->tx, 0, KEVENT_NAIO_COPY_MAX);
+	/* A WAIT that does not sleep finds it. */
+	ASSERT_EQ(1, one(self->kq, &ev, 0));
+	EXPECT_EQ(id, ev.id.raw[1]);
+	EXPECT_EQ(KEVENT_SOCKET_SEND, ev.event);
+	EXPECT_EQ(KEVENT_RET_DONE, ev.ret_flags);
+	EXPECT_EQ(KEVENT_NAIO_COPY_MAX, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+	EXPECT_EQ((uintptr_t)self->tx, ev.ptr);
+	ASSERT_EQ(KEVENT_NAIO_COPY_MAX, recv(self->s[1], self->rx, KEVENT_NAIO_COPY_MAX, MSG_WAITALL));
+	EXPECT_EQ(-1, differs(self->rx, 5, 0, KEVENT_NAIO_COPY_MAX));
+	EXPECT_EQ(0, kevent_queued(self->kq));
+}
+
+/*
+ * A copied send pins nothing: it starts for a user whose locked-memory
+ * limit is 0, where one byte more, a zero-copy send, is refused.
+ */
+TEST_F(naio, small_send_needs_no_locked_memory)
+{
+	struct ukevent ev;
+	int status;
+	pid_t pid;
+
+	fill(self->tx, 8, 0, KEVENT_NAIO_COPY_MAX);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		struct rlimit rl = { 0, 0 };
+
+		/* An unprivileged user has no CAP_IPC_LOCK. */
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
+			_exit(10);
+		if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX, 0) < 0)
+			_exit(11);
+		if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX + 1, 0) != -1 ||
+		    errno != ENOMEM)
+			_exit(12);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("child exit %d (11: the small send failed, 12: the larger one was not ENOMEM)",
+		       WEXITSTATUS(status));
+	/* The request is the queue's: its completion comes here. */
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(KEVENT_NAIO_COPY_MAX, ev.ret_data[0]);
+	ASSERT_EQ(KEVENT_NAIO_COPY_MAX, recv(self->s[1], self->rx, KEVENT_NAIO_COPY_MAX, MSG_WAITALL));
+	EXPECT_EQ(-1, differs(self->rx, 8, 0, KEVENT_NAIO_COPY_MAX));
+}
+
+/* A small send made while a large one is under way goes out after it. */
+TEST_F(naio, small_send_behind_a_large_one_keeps_order)
+{
+	const size_t big = 8 * MIB - 4096;
+	struct ukevent ev[3];
+	unsigned char *small = self->rx + big;
+	size_t got = 0;
+	long n;
+
+	fill(self->tx, 6, 0, big);
+	fill(small, 6, big, 100);
+	ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx, big, 0), 0);
+	ASSERT_GE(kevent_aio_send(self->kq, self->s[0], small, 100, 0), 0);
+	/* The small send's bytes were copied: its buffer is the receiver's now. */
+	while (got < big + 100) {
+		n = recv(self->s[1], self->rx + got, big + 100 - got, 0);
+		ASSERT_GT(n, 0);
+		got += n;
+	}
+	EXPECT_EQ(-1, differs(self->rx, 6, 0, big + 100));
+	ASSERT_EQ(2, kevent_wait(self->kq, ev, 2, SOON));
+	EXPECT_EQ(0, (ev[0].ret_flags | ev[1].ret_flags) & KEVENT_RET_BROKEN);
+}
+
+/* A small send to a full socket waits for room, and the worker sends it. */
+TEST_F(naio, small_send_to_a_full_socket_completes_when_there_is_room)
+{
+	struct ukevent ev;
+	size_t full = 0, got = 0;
+	ssize_t n;
+
+	while ((n = send(self->s[0], self->tx, 64 * 1024, MSG_DONTWAIT)) > 0)
+		full += n;
+	ASSERT_EQ(EAGAIN, errno);
+	fill(self->tx + MIB, 7, 0, 100);
+	ASSERT_GE(kevent_aio_send(self->kq, self->s[0], self->tx + MIB, 100, 0), 0);
+	EXPECT_EQ(0, one(self->kq, &ev, NEVER)) TH_LOG("done without room");
+	while (got < full) {
+		n = recv(self->s[1], self->rx, MIB < full - got ? MIB : full - got, 0);
+		ASSERT_GT(n, 0);
+		got += n;
+	}
+	ASSERT_EQ(100, recv(self->s[1], self->rx, 100, MSG_WAITALL));
+	EXPECT_EQ(-1, differs(self->rx, 7, 0, 100));
+	ASSERT_EQ(1, one(self->kq, &ev, SOON));
+	EXPECT_EQ(100, ev.ret_data[0]);
+	EXPECT_EQ(0, ev.ret_data[1]);
+}
+
 TEST_HARNESS_MAIN

@@ -11,16 +11,24 @@
  *   web_check curl ADDR PORT        the machine's curl (a host with tools)
  *                                   fetches each file; its bytes must be
  *                                   the file's
- *   web_check load ADDR PORT FILE CONNS SECONDS
+ *   web_check load ADDR PORT FILE CONNS SECONDS [DEPTH]
  *                                   the machine's wrk against /FILE: no
  *                                   non-2xx answer, no socket error; prints
- *                                   requests/s and latency as a bench line
- *   web_check bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT...
+ *                                   requests/s and latency as a bench line;
+ *                                   DEPTH requests at a time per connection
+ *                                   (pipelined), 1 unless given
+ *   web_check bench ADDR FILE:CONNS:SECONDS[:DEPTH],... [cpu=PORT] METHOD=PORT...
  *                                   the benchmark: wrk against each server
  *                                   at each point, one "# bench:
  *                                   scenario=web" line each; with web_cpu
  *                                   on the server's host at cpu=PORT, its
- *                                   guest's CPU per request
+ *                                   guest's CPU per request; DEPTH > 1:
+ *                                   each connection sends DEPTH requests
+ *                                   at a time (HTTP pipelining, as the
+ *                                   TechEmpower plaintext test at 16);
+ *                                   a server that answers /.stats
+ *                                   (kevent_httpd -q) gets its system
+ *                                   calls per request counted
  *   web_check quit ADDR PORT        asks a server started with -q to exit
  *
  * The files and their bytes are include/web.h's. Results are KTAP.
@@ -238,17 +246,44 @@ struct load {
 	double rps, p50, p99;
 };
 
-/* Runs the machine's wrk against /@file; false if it did not run. */
-static bool wrk(const char *file, int conns, int seconds, struct load *l)
+/*
+ * wrk's script for pipelining, as TechEmpower's pipeline.lua: each of a
+ * connection's writes carries DEPTH requests, and wrk counts each answer.
+ */
+#define PIPELINE_LUA	"/tmp/web_check_pipeline.lua"
+
+static bool write_pipeline_script(void)
 {
-	char cmd[512], line[512];
+	FILE *f = fopen(PIPELINE_LUA, "w");
+
+	if (!f)
+		return false;
+	fputs("init = function(args)\n"
+	      "  local r = {}\n"
+	      "  for i = 1, tonumber(args[1]) do r[i] = wrk.format() end\n"
+	      "  req = table.concat(r)\n"
+	      "end\n"
+	      "request = function() return req end\n", f);
+	return !fclose(f);
+}
+
+/* Runs the machine's wrk against /@file; false if it did not run. */
+static bool wrk(const char *file, int conns, int seconds, int depth, struct load *l)
+{
+	char cmd[512], line[512], script[128] = "";
 	long non2xx = 0, errors = 0, requests = -1;
 	double rps = 0, p50 = -1, p99 = -1;
 	FILE *p;
 
+	if (depth > 1) {
+		if (!write_pipeline_script())
+			return false;
+		snprintf(script, sizeof(script), " -s " PIPELINE_LUA);
+	}
 	/* A request may take as long as the run (1000 connections of 256 KiB). */
-	snprintf(cmd, sizeof(cmd), "wrk --latency -t1 -c%d -d%ds --timeout %ds http://%s:%d/%s 2>&1",
-		 conns, seconds, seconds > 10 ? seconds : 10, addr, port, file);
+	snprintf(cmd, sizeof(cmd), "wrk --latency -t1 -c%d -d%ds --timeout %ds%s http://%s:%d/%s%s%.0d 2>&1",
+		 conns, seconds, seconds > 10 ? seconds : 10, script, addr, port, file,
+		 depth > 1 ? " -- " : "", depth > 1 ? depth : 0);
 	p = popen(cmd, "r");
 	while (p && fgets(line, sizeof(line), p)) {
 		long a, b, c, d;
@@ -277,13 +312,18 @@ static bool wrk(const char *file, int conns, int seconds, struct load *l)
 	return p && !pclose(p) && requests > 0;
 }
 
-static void check_load(const char *file, int conns, int seconds)
+static void check_load(const char *file, int conns, int seconds, int depth)
 {
 	struct load l;
-	char name[64];
+	char name[80];
 
-	snprintf(name, sizeof(name), "wrk_%s_%d_connections", file, conns);
-	if (!wrk(file, conns, seconds, &l)) {
+	snprintf(name, sizeof(name), "wrk_%s_%d_connections%s%.0d", file, conns,
+		 depth > 1 ? "_depth_" : "", depth > 1 ? depth : 0);
+	if (depth < 1 || depth > 64) {
+		result(false, name, "DEPTH is 1 to 64");
+		return;
+	}
+	if (!wrk(file, conns, seconds, depth, &l)) {
 		result(false, name, "wrk did not run (a host with tools runs the machine's wrk)");
 		return;
 	}
@@ -308,6 +348,35 @@ static double server_busy(int cpu_port, const char *word)
 	n = recv(s, line, sizeof(line) - 1, MSG_WAITALL);
 	close(s);
 	return n > 0 ? atof(line) : -1;
+}
+
+/*
+ * The system calls the server made so far, from its /.stats answer
+ * ("requests=N calls=M", kevent_httpd -q); -1 if it gave none (nginx).
+ */
+static double server_calls(void)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+	struct response rs;
+	double calls = -1;
+	long n, c;
+
+	if (!r)
+		return -1;
+	r->s = dial();
+	if (r->s >= 0) {
+		send_all(r->s, "GET " WEB_STATS " HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n");
+		if (read_head(r, &rs) && rs.status == 200 && rs.length > 0 && rs.length < 64) {
+			while (r->len < (size_t)rs.length && fill(r))
+				;
+			r->buf[r->len < sizeof(r->buf) ? r->len : sizeof(r->buf) - 1] = 0;
+			if (sscanf(r->buf, "requests=%ld calls=%ld", &n, &c) == 2)
+				calls = c;
+		}
+		close(r->s);
+	}
+	free(r);
+	return calls;
 }
 
 /*
@@ -349,16 +418,16 @@ static void bench(char *points_list, char **servers, int n)
 			cpu_port = atoi(servers[i] + 4);
 	for (int p = 0; p < np; p++) {
 		char file[32];
-		int conns, seconds;
+		int conns, seconds, depth = 1, got;
 
-		if (sscanf(points[p], "%31[^:]:%d:%d", file, &conns, &seconds) != 3 ||
-		    conns < 1 || seconds < 1) {
-			result(false, points[p], "a point is FILE:CONNS:SECONDS");
+		got = sscanf(points[p], "%31[^:]:%d:%d:%d", file, &conns, &seconds, &depth);
+		if (got < 3 || conns < 1 || seconds < 1 || depth < 1 || depth > 64) {
+			result(false, points[p], "a point is FILE:CONNS:SECONDS[:DEPTH], DEPTH 1 to 64");
 			continue;
 		}
 		for (int i = 0; i < n; i++) {
-			double s0, s1, c0, c1, t0, t1, cpu_us = -1, srv = -1, cli;
-			char method[32], name[96];
+			double s0, s1, c0, c1, t0, t1, cpu_us = -1, srv = -1, cli, k0, k1, calls = -1;
+			char method[32], name[96], counted[48];
 			struct load l;
 			bool ran;
 
@@ -368,24 +437,34 @@ static void bench(char *points_list, char **servers, int n)
 			if (cpu_port)
 				settle(cpu_port);
 			port = atoi(servers[i] + strcspn(servers[i], "=") + 1);
+			k0 = server_calls();
 			s0 = cpu_port ? server_busy(cpu_port, "busy") : -1;
 			c0 = bench_guest_busy();
 			t0 = bench_now();
-			ran = wrk(file, conns, seconds, &l);
+			ran = wrk(file, conns, seconds, depth, &l);
 			t1 = bench_now();
 			c1 = bench_guest_busy();
 			s1 = cpu_port ? server_busy(cpu_port, "busy") : -1;
+			k1 = server_calls();
+			/* Less the /.stats request's own calls: a handful, of thousands. */
+			if (k0 >= 0 && k1 >= k0 && l.requests > 0)
+				calls = (k1 - k0) / l.requests;
 			ran = ran && l.non2xx == 0 && l.errors == 0;
 			if (s0 >= 0 && s1 >= s0) {
 				srv = (s1 - s0) / (t1 - t0);
 				cpu_us = l.requests > 0 ? (s1 - s0) * 1e6 / l.requests : -1;
 			}
 			cli = (c1 - c0) / (t1 - t0);
-			printf("# bench: scenario=web method=%s file=%s conns=%d seconds=%d requests=%ld "
-			       "rps=%.1f p50_us=%.0f p99_us=%.0f server_cpu_us_per_req=%.1f "
-			       "server_busy=%.2f client_busy=%.2f valid=%d\n", method, file, conns,
-			       seconds, l.requests, l.rps, l.p50, l.p99, cpu_us, srv, cli, ran);
-			snprintf(name, sizeof(name), "%s_%s_%d_connections", method, file, conns);
+			/* Only servers that count their calls have the figure. */
+			snprintf(counted, sizeof(counted), calls >= 0 ? "server_calls_per_req=%.3f " : "",
+				 calls);
+			printf("# bench: scenario=web method=%s file=%s conns=%d depth=%d seconds=%d "
+			       "requests=%ld rps=%.1f p50_us=%.0f p99_us=%.0f server_cpu_us_per_req=%.1f "
+			       "%sserver_busy=%.2f client_busy=%.2f valid=%d\n",
+			       method, file, conns, depth, seconds, l.requests, l.rps, l.p50, l.p99,
+			       cpu_us, counted, srv, cli, ran);
+			snprintf(name, sizeof(name), "%s_%s_%d_connections%s%.0d", method, file, conns,
+				 depth > 1 ? "_depth_" : "", depth > 1 ? depth : 0);
 			result(ran, name, "wrk did not run, or saw non-2xx answers or socket errors");
 		}
 	}
@@ -403,8 +482,8 @@ int main(int argc, char **argv)
 		check_http();
 	} else if (!strcmp(argv[1], "curl") && argc == 4) {
 		check_curl();
-	} else if (!strcmp(argv[1], "load") && argc == 7) {
-		check_load(argv[4], atoi(argv[5]), atoi(argv[6]));
+	} else if (!strcmp(argv[1], "load") && (argc == 7 || argc == 8)) {
+		check_load(argv[4], atoi(argv[5]), atoi(argv[6]), argc == 8 ? atoi(argv[7]) : 1);
 	} else if (!strcmp(argv[1], "bench") && argc >= 5) {
 		/* bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT... */
 		bench(argv[3], argv + 4, argc - 4);
@@ -420,7 +499,7 @@ int main(int argc, char **argv)
 	printf("1..%d\n", tests);
 	return failed ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: %s http|curl|quit ADDR PORT | load ADDR PORT FILE CONNS SECONDS |\n"
-		"       bench ADDR FILE:CONNS:SECONDS,... [cpu=PORT] METHOD=PORT...\n", argv[0]);
+	fprintf(stderr, "usage: %s http|curl|quit ADDR PORT | load ADDR PORT FILE CONNS SECONDS [DEPTH] |\n"
+		"       bench ADDR FILE:CONNS:SECONDS[:DEPTH],... [cpu=PORT] METHOD=PORT...\n", argv[0]);
 	return 2;
 }

@@ -7,7 +7,9 @@
  *
  * Writes the files and a configuration of its own under /tmp (one worker,
  * epoll, sendfile, tcp_nopush and tcp_nodelay, as nginx is usually run,
- * access log off, every temporary path in /tmp: no root needed), starts
+ * access log off, every temporary path in /tmp: no root needed; and
+ * open_file_cache, checked again after a second, as kevent_httpd's loops
+ * keep their files open: the same work per request), starts
  * nginx in the foreground, and stops it when a client connects to
  * CONTROL_PORT (web_check quit ADDR CONTROL_PORT) or after SECONDS.
  * KTAP: that nginx started and was still running when told to stop.
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 		"events { worker_connections 4096; use epoll; }\n"
 		"http {\n  access_log off;\n  sendfile on;\n  tcp_nopush on;\n  tcp_nodelay on;\n"
 		"  keepalive_requests 1000000;\n  default_type application/octet-stream;\n"
+		"  open_file_cache max=1000 inactive=60s;\n  open_file_cache_valid 1s;\n"
 		"  client_body_temp_path " DIR "/body;\n  proxy_temp_path " DIR "/proxy;\n"
 		"  fastcgi_temp_path " DIR "/fastcgi;\n  uwsgi_temp_path " DIR "/uwsgi;\n"
 		"  scgi_temp_path " DIR "/scgi;\n"

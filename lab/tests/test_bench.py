@@ -155,19 +155,32 @@ def test_web_figures_compare_with_nginx_of_the_same_run():
     assert not figs[2].valid and figs[2].ratio == {}
 
 
-def test_web_verdict_states_each_target_met_or_missed():
-    def line(method, conns, rps, cpu, busy=0.95):
-        return (f'# bench: scenario=web method={method} file=small conns={conns} requests=1 '
-                f'rps={rps} server_cpu_us_per_req={cpu} client_busy={busy} valid=1')
-    log = '\n'.join([line('kevent', 100, 1200.0, 700.0), line('nginx', 100, 1000.0, 800.0),
-                     line('epoll', 100, 1000.0, 650.0),
-                     line('kevent', 1000, 400.0, 3000.0, 0.5), line('nginx', 1000, 800.0, 1200.0, 0.5)])
+def test_web_verdict_counts_only_server_bound_comparisons():
+    def line(method, conns, rps, cpu, srv=0.97, cli=0.5, depth=16):
+        return (f'# bench: scenario=web method={method} file=small conns={conns} depth={depth} '
+                f'requests=1 rps={rps} server_cpu_us_per_req={cpu} server_busy={srv} '
+                f'client_busy={cli} valid=1')
+    log = '\n'.join([line('kevent', 100, 1600.0, 300.0), line('epoll', 100, 1000.0, 500.0),
+                     line('uring', 100, 1700.0, 280.0), line('nginx', 100, 1000.0, 600.0, cli=0.9),
+                     line('kevent', 100, 900.0, 700.0, cli=0.99, depth=1),
+                     line('epoll', 100, 900.0, 700.0, cli=0.99, depth=1)])
     text = bench.web_verdict(bench.add_ratios(bench.parse_log(log, 'b.web')))
     assert '3 380 against epoll 2 200' in text
-    assert ('- 100 connections, 64 B: kevent/nginx 1.20 in requests/s, 0.88 in server CPU per request; '
-            'kevent/epoll 1.20 and 1.08 (targets: met against nginx, missed against epoll). '
-            "The client's guest was up to 95% busy, so wrk set much of the pace") in text
-    assert '- 1000 connections: no checked figures' in text
+    assert ('- 100 connections, 64 B, 16 requests in flight per connection (server 97%–97% busy, '
+            'client 50%–90%): kevent/epoll 1.60 (target 1.5: met); kevent/uring 0.94 (target 1.0: '
+            'missed); kevent/nginx 1.60 (client-bound: does not count); server CPU per request '
+            'kevent/epoll 0.60 (target 0.67: met).') in text
+    assert ('- 100 connections, 64 B, no pipelining (server 97%–97% busy, client 99%–99%): '
+            'kevent/epoll 1.00 (client-bound: does not count)') in text
+    assert '- 1000 connections: no figures in this run.' in text
+
+
+def test_server_bound_needs_both_busy_figures():
+    f = bench.parse_line('# bench: scenario=web method=kevent server_busy=0.96 client_busy=0.8 valid=1')
+    assert bench.server_bound(f)
+    assert not bench.server_bound(bench.parse_line('# bench: scenario=web method=kevent server_busy=0.96 valid=1'))
+    assert not bench.server_bound(bench.parse_line(
+        '# bench: scenario=web method=kevent server_busy=0.94 client_busy=0.1 valid=1'))
 
 
 def test_ring_verdict_states_each_target_met_or_missed():

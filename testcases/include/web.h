@@ -59,4 +59,7 @@ static inline int web_make_files(const char *dir)
 /* The path a client asks for to make a server started with -q exit. */
 #define WEB_QUIT	"/.quit"
 
+/* The path that a server started with -q answers with "requests=N calls=M". */
+#define WEB_STATS	"/.stats"
+
 #endif
