@@ -27,6 +27,7 @@
 
 struct sleeper {
 	int		kq;
+	pthread_barrier_t *start;	/* all made before any is measured */
 	pid_t		tid;
 	long		got;		/* what kevent_get_events() returned */
 	long		switches;	/* voluntary context switches in the call */
@@ -39,6 +40,14 @@ static void *sleeper_fn(void *arg)
 	struct sleeper *s = arg;
 	struct rusage before, after;
 
+	/*
+	 * The main thread's pthread_create() of the next sleepers holds the
+	 * mmap lock for writing (their stacks), and a sleeper's call takes it
+	 * for reading (its output is pinned): a sleeper that met it slept once
+	 * more, an extra switch that is no wake-up of the queue (lab later,
+	 * debug kernel, 9 for 8 once). So the calls start when all exist.
+	 */
+	pthread_barrier_wait(s->start);
 	__atomic_store_n(&s->tid, gettid(), __ATOMIC_RELEASE);
 	getrusage(RUSAGE_THREAD, &before);
 	s->got = kevent_get_events(s->kq, 1, 1, &s->out, &args);
@@ -106,16 +115,20 @@ static int one_event(struct __test_metadata *_metadata, unsigned int req_flags,
 		     long *switches)
 {
 	struct sleeper s[THREADS] = { 0 };
+	pthread_barrier_t start;
 	pthread_t t[THREADS];
 	struct ukevent uk;
 	int kq, got = 0;
 
 	kq = kevent_init();
 	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, THREADS + 1));
 	for (int i = 0; i < THREADS; i++) {
 		s[i].kq = kq;
+		s[i].start = &start;
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleeper_fn, &s[i]));
 	}
+	pthread_barrier_wait(&start);
 	ASSERT_TRUE(all_asleep(s, THREADS)) TH_LOG("the threads never all slept");
 	uk = kevent_timer(1, 1, KEVENT_REQ_ONESHOT | req_flags);
 	ASSERT_EQ(1, kevent_add(kq, &uk, 1));
@@ -129,6 +142,7 @@ static int one_event(struct __test_metadata *_metadata, unsigned int req_flags,
 		}
 		*switches += s[i].switches;
 	}
+	pthread_barrier_destroy(&start);
 	close(kq);
 	return got;
 }
@@ -155,16 +169,20 @@ TEST(wakeup_all_wakes_every_sleeper)
 TEST(each_event_wakes_another_sleeper)
 {
 	struct sleeper s[THREADS] = { 0 };
+	pthread_barrier_t start;
 	pthread_t t[THREADS];
 	int kq, got = 0;
 	long switches = 0;
 
 	kq = kevent_init();
 	ASSERT_GE(kq, 0);
+	ASSERT_EQ(0, pthread_barrier_init(&start, NULL, THREADS + 1));
 	for (int i = 0; i < THREADS; i++) {
 		s[i].kq = kq;
+		s[i].start = &start;
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleeper_fn, &s[i]));
 	}
+	pthread_barrier_wait(&start);
 	ASSERT_TRUE(all_asleep(s, THREADS));
 	/* Four timers at once: four sleepers, each with one event. */
 	for (int i = 0; i < 4; i++) {
@@ -180,6 +198,7 @@ TEST(each_event_wakes_another_sleeper)
 	EXPECT_EQ(4, got);
 	expect_switches(_metadata, THREADS, got, switches);
 	EXPECT_EQ(0, kevent_ready(kq));
+	pthread_barrier_destroy(&start);
 	close(kq);
 }
 
