@@ -114,6 +114,32 @@ static void expect_naio_works(struct __test_metadata *_metadata,
 	EXPECT_QUEUE_WORKS(self->kq);
 }
 
+/*
+ * Runs @checks in a child that is user 65534 (no CAP_IPC_LOCK) with a
+ * locked-memory limit of @memlock bytes. Returns what @checks returned
+ * (0: all passed), 10 if the child could not become that user, -1 if it
+ * did not exit. The queue is shared: what the child starts is the test's.
+ */
+static int as_unprivileged(FIXTURE_DATA(naio) *self, rlim_t memlock,
+			   int (*checks)(FIXTURE_DATA(naio) *self))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct rlimit rl = { memlock, memlock };
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
+			_exit(10);
+		_exit(checks(self));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
 /* An unlinked regular file of @size bytes, opened with @flags; -1 on failure. */
 static int tmp_file(size_t size, int flags)
 {
@@ -546,38 +572,29 @@ TEST_F(naio, killed_with_requests_outstanding)
 }
 
 /* Pinned pages count against RLIMIT_MEMLOCK without CAP_IPC_LOCK. */
+/* 48 pages: one 32-page request fits, a second does not. */
+static int memlock_limit_checks(FIXTURE_DATA(naio) *self)
+{
+	long a, b;
+
+	if (kevent_aio_send(self->kq, self->s[0], self->tx, MIB, 0) != -1 ||
+	    errno != ENOMEM)
+		return 11;
+	a = kevent_aio_recv(self->kq, self->s[1], self->rx, 128 * 1024, 0);
+	b = kevent_aio_recv(self->kq, self->s[1], self->rx + MIB, 128 * 1024, 0);
+	if (a < 0 || b != -1 || errno != ENOMEM)
+		return 12;
+	/* The limit is checked before the pages are: no EFAULT. */
+	if (kevent_aio_send(self->kq, self->s[0], NULL, MIB, 0) != -1 ||
+	    errno != ENOMEM)
+		return 13;
+	return 0;
+}
+
 TEST_F(naio, memlock_limit)
 {
-	int status;
-	pid_t pid = fork();
-
-	ASSERT_GE(pid, 0);
-	if (!pid) {
-		/* 48 pages: one 32-page request fits, a second does not. */
-		struct rlimit rl = { 192 * 1024, 192 * 1024 };
-		long a, b;
-
-		/* An unprivileged user has no CAP_IPC_LOCK. */
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
-			_exit(10);
-		if (kevent_aio_send(self->kq, self->s[0], self->tx, MIB, 0) != -1 ||
-		    errno != ENOMEM)
-			_exit(11);
-		a = kevent_aio_recv(self->kq, self->s[1], self->rx, 128 * 1024, 0);
-		b = kevent_aio_recv(self->kq, self->s[1], self->rx + MIB, 128 * 1024, 0);
-		if (a < 0 || b != -1 || errno != ENOMEM)
-			_exit(12);
-		/* The limit is checked before the pages are: no EFAULT. */
-		if (kevent_aio_send(self->kq, self->s[0], NULL, MIB, 0) != -1 ||
-		    errno != ENOMEM)
-			_exit(13);
-		_exit(0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("child exit %d (11: send, 12: second recv not ENOMEM, 13: NULL not ENOMEM)",
-		       WEXITSTATUS(status));
+	EXPECT_EQ(0, as_unprivileged(self, 192 * 1024, memlock_limit_checks))
+		TH_LOG("11: send, 12: second recv not ENOMEM, 13: NULL not ENOMEM");
 	/* The first receive is still outstanding; the queue works around it. */
 	EXPECT_EQ(1, kevent_queued(self->kq));
 	EXPECT_QUEUE_WORKS(self->kq);
@@ -1095,33 +1112,23 @@ TEST_F(naio, small_send_is_copied_and_done_when_the_call_returns)
  * A copied send pins nothing: it starts for a user whose locked-memory
  * limit is 0, where one byte more, a zero-copy send, is refused.
  */
+static int small_send_checks(FIXTURE_DATA(naio) *self)
+{
+	if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX, 0) < 0)
+		return 11;
+	if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX + 1, 0) != -1 ||
+	    errno != ENOMEM)
+		return 12;
+	return 0;
+}
+
 TEST_F(naio, small_send_needs_no_locked_memory)
 {
 	struct ukevent ev;
-	int status;
-	pid_t pid;
 
 	fill(self->tx, 8, 0, KEVENT_NAIO_COPY_MAX);
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (!pid) {
-		struct rlimit rl = { 0, 0 };
-
-		/* An unprivileged user has no CAP_IPC_LOCK. */
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
-			_exit(10);
-		if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX, 0) < 0)
-			_exit(11);
-		if (kevent_aio_send(self->kq, self->s[0], self->tx, KEVENT_NAIO_COPY_MAX + 1, 0) != -1 ||
-		    errno != ENOMEM)
-			_exit(12);
-		_exit(0);
-	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("child exit %d (11: the small send failed, 12: the larger one was not ENOMEM)",
-		       WEXITSTATUS(status));
+	EXPECT_EQ(0, as_unprivileged(self, 0, small_send_checks))
+		TH_LOG("11: the small send failed, 12: the larger one was not ENOMEM");
 	/* The request is the queue's: its completion comes here. */
 	ASSERT_EQ(1, one(self->kq, &ev, SOON));
 	EXPECT_EQ(KEVENT_NAIO_COPY_MAX, ev.ret_data[0]);
