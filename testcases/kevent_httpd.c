@@ -840,6 +840,17 @@ static void kevent_progress(struct conn *c)
 	kevent_settle(c);
 }
 
+/* Every connection that had an event, or a request that did not start. */
+static void kevent_progress_touched(void)
+{
+	while (touched) {
+		struct conn *c = touched;
+
+		touched = c->next_touched;
+		kevent_progress(c);
+	}
+}
+
 static void kevent_accept(int ls)
 {
 	int fd;
@@ -922,12 +933,7 @@ static void run_kevent(int ls, time_t deadline)
 			took++;
 			kevent_event(ls, &ev);
 		}
-		while (touched) {
-			struct conn *c = touched;
-
-			touched = c->next_touched;
-			kevent_progress(c);
-		}
+		kevent_progress_touched();
 		/*
 		 * The answers of the pass, and the wait for the next event, in
 		 * one call; it returns at once if the ring is not empty.
@@ -935,12 +941,7 @@ static void run_kevent(int ls, time_t deadline)
 		if (nsubs || !took)
 			kevent_submit(!stop);
 		/* Connections whose requests did not start end now. */
-		while (touched) {
-			struct conn *c = touched;
-
-			touched = c->next_touched;
-			kevent_progress(c);
-		}
+		kevent_progress_touched();
 	}
 	/* The last answers (the one to /.quit among them) leave before the queue closes. */
 	for (int i = 0; i < 20 && (nsubs || sends_in_flight); i++) {
@@ -949,12 +950,7 @@ static void run_kevent(int ls, time_t deadline)
 		if (CALL(kevent_ring_wait(kq, 1, 100)) > 0)
 			while (kevent_ring_take(ring, &ev))
 				kevent_event(ls, &ev);
-		while (touched) {
-			struct conn *c = touched;
-
-			touched = c->next_touched;
-			kevent_progress(c);
-		}
+		kevent_progress_touched();
 	}
 	kevent_ring_close(kq, ring);
 }
