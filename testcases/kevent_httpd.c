@@ -117,16 +117,22 @@ static unsigned int cache_hash(const char *s)
 	return h % CACHE_BUCKETS;
 }
 
+/* Lets go of an entry: one cache_get() made for one request alone, or a dropped one. */
+static void cache_put(struct cached *e)
+{
+	if (e->map)
+		CALL(munmap(e->map, e->size));
+	CALL(close(e->fd));
+	free(e->path);
+	free(e);
+}
+
 static void cache_drop(struct cached **link)
 {
 	struct cached *e = *link;
 
 	*link = e->next;
-	CALL(close(e->fd));
-	if (e->map)
-		CALL(munmap(e->map, e->size));
-	free(e->path);
-	free(e);
+	cache_put(e);
 	cache_count--;
 }
 
@@ -144,7 +150,7 @@ static bool same_file(const struct cached *e, const struct stat *st)
  */
 static struct cached *cache_get(const char *full, bool *own)
 {
-	struct cached **link = &cache[cache_hash(full)], *e;
+	struct cached **bucket = &cache[cache_hash(full)], **link = bucket, *e;
 	struct stat st;
 	int fd;
 
@@ -190,8 +196,8 @@ static struct cached *cache_get(const char *full, bool *own)
 		*own = true;
 		return e;
 	}
-	e->next = cache[cache_hash(full)];
-	cache[cache_hash(full)] = e;
+	e->next = *bucket;
+	*bucket = e;
 	cache_count++;
 	return e;
 fail:
@@ -202,15 +208,6 @@ fail:
 		errno = err;
 		return NULL;
 	}
-}
-
-/* Lets go of an entry cache_get() made for one request alone. */
-static void cache_put(struct cached *e)
-{
-	if (e->map)
-		CALL(munmap(e->map, e->size));
-	CALL(close(e->fd));
-	free(e);
 }
 
 /* ---- connections and responses ------------------------------------------ */
